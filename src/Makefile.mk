@@ -1,0 +1,28 @@
+# The interposer: intercepted MPI_* entry points, communicator table, errors,
+# configuration. libmpixcore holds all library code; libmpix.so exports it.
+noinst_LTLIBRARIES += src/libmpixcore.la
+src_libmpixcore_la_SOURCES = \
+	src/comm_table.cc src/comm_table.h \
+	src/config.cc src/config.h \
+	src/errors.cc src/errors.h \
+	src/init.cc \
+	src/runtime.cc src/runtime.h \
+	src/visibility.h
+src_libmpixcore_la_CXXFLAGS = $(MPIX_CXXFLAGS)
+src_libmpixcore_la_LIBADD =
+
+lib_LTLIBRARIES += src/libmpix.la
+src_libmpix_la_SOURCES =
+# libtool needs one C++ source to pick the C++ linker for a library built
+# only from convenience libraries.
+nodist_EXTRA_src_libmpix_la_SOURCES = src/force-cxx-link.cc
+src_libmpix_la_LIBADD = src/libmpixcore.la $(MPI_LIBS) $(CUDA_LIBS)
+src_libmpix_la_LDFLAGS = -version-info 0:0:0 -Wl,--version-script=$(srcdir)/src/libmpix.map -Wl,--no-undefined
+EXTRA_DIST += src/libmpix.map
+EXTRA_src_libmpix_la_DEPENDENCIES = $(srcdir)/src/libmpix.map
+
+# mpix_info: the build configuration and every MPIX_* variable (like ucx_info -c).
+bin_PROGRAMS += src/mpix_info
+src_mpix_info_SOURCES = src/mpix_info.cc
+src_mpix_info_CXXFLAGS = $(MPIX_CXXFLAGS)
+src_mpix_info_LDADD = src/libmpixcore.la $(MPI_LIBS) $(CUDA_LIBS)

@@ -1,0 +1,92 @@
+#include "comm_table.h"
+
+#include <mutex>
+#include <shared_mutex>
+#include <unordered_map>
+
+namespace mpix {
+namespace {
+
+struct Table {
+  std::shared_mutex mutex;
+  std::unordered_map<std::uintptr_t, std::shared_ptr<CommState>> map;
+  int keyval = MPI_KEYVAL_INVALID;
+};
+
+Table &table() {
+  // Empty again after MPI_Finalize, so its destructor at exit frees nothing
+  // that depends on MPI.
+  static Table t;
+  return t;
+}
+
+}  // namespace
+
+std::atomic<int> CommTable::count_{0};
+
+int CommTable::init() {
+  Table &t = table();
+  if (t.keyval != MPI_KEYVAL_INVALID) return MPI_SUCCESS;
+  return PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, &CommTable::delete_attr, &t.keyval, nullptr);
+}
+
+void CommTable::finalize() {
+  Table &t = table();
+  {
+    std::unique_lock<std::shared_mutex> lock(t.mutex);
+    t.map.clear();
+    count_.store(0, std::memory_order_relaxed);
+  }
+  // Attributes still on live communicators now point at nothing; their
+  // delete callbacks (run by PMPI_Finalize) find no entry and do nothing.
+  if (t.keyval != MPI_KEYVAL_INVALID) PMPI_Comm_free_keyval(&t.keyval);
+}
+
+std::shared_ptr<CommState> CommTable::find(MPI_Comm comm) {
+  if (empty()) return nullptr;
+  Table &t = table();
+  std::shared_lock<std::shared_mutex> lock(t.mutex);
+  auto it = t.map.find(comm_key(comm));
+  return it == t.map.end() ? nullptr : it->second;
+}
+
+int CommTable::insert(MPI_Comm comm, std::shared_ptr<CommState> state) {
+  Table &t = table();
+  {
+    std::unique_lock<std::shared_mutex> lock(t.mutex);
+    auto [it, inserted] = t.map.insert_or_assign(comm_key(comm), std::move(state));
+    (void)it;
+    if (inserted) count_.fetch_add(1, std::memory_order_relaxed);
+  }
+  // The attribute value is unused: the callback only needs to fire.
+  return PMPI_Comm_set_attr(comm, t.keyval, nullptr);
+}
+
+int CommTable::erase(MPI_Comm comm) {
+  Table &t = table();
+  bool erased = false;
+  {
+    std::unique_lock<std::shared_mutex> lock(t.mutex);
+    erased = t.map.erase(comm_key(comm)) > 0;
+    if (erased) count_.fetch_sub(1, std::memory_order_relaxed);
+  }
+  if (!erased) return MPI_SUCCESS;
+  // Deleting the attribute calls delete_attr, which then finds nothing.
+  return PMPI_Comm_delete_attr(comm, t.keyval);
+}
+
+int CommTable::delete_attr(MPI_Comm comm, int, void *, void *) {
+  Table &t = table();
+  std::shared_ptr<CommState> dying;  // destroyed outside the lock
+  {
+    std::unique_lock<std::shared_mutex> lock(t.mutex);
+    auto it = t.map.find(comm_key(comm));
+    if (it == t.map.end()) return MPI_SUCCESS;
+    dying = std::move(it->second);
+    t.map.erase(it);
+    count_.fetch_sub(1, std::memory_order_relaxed);
+  }
+  return MPI_SUCCESS;
+}
+
+}  // namespace mpix

@@ -1,0 +1,32 @@
+// Every MPIX_* environment variable, declared once with its default and help
+// text (one table, printed by MPIX_VERBOSE and by the mpix_info tool).
+#ifndef MPIX_SRC_CONFIG_H
+#define MPIX_SRC_CONFIG_H
+
+#include <cstdio>
+
+namespace mpix {
+
+struct Config {
+  int verbose = 0;  // MPIX_VERBOSE
+};
+
+struct ConfigVar {
+  const char *name;
+  const char *default_value;
+  const char *help;
+};
+
+// The table of variables; count in *n.
+const ConfigVar *config_vars(int *n);
+
+// Reads the environment into a Config. Malformed values keep the default and
+// are reported in *errors (a message per line), empty when all parsed.
+Config config_from_env(char *errors, int errors_len);
+
+// One line per variable: name=value (default, help).
+void config_print(std::FILE *out, const char *prefix);
+
+}  // namespace mpix
+
+#endif

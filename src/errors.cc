@@ -1,0 +1,133 @@
+#include "errors.h"
+
+#include <cstdio>
+#include <cstring>
+
+#include "mpix.h"
+#include "runtime.h"
+
+// Library classes, public so programs can compare MPI_Error_class results.
+// MPI_ERR_OTHER until MPI_Init has registered them.
+int MPIX_ERR_WILDCARD = MPI_ERR_OTHER;
+int MPIX_ERR_REGION = MPI_ERR_OTHER;
+int MPIX_ERR_NO_CUDA = MPI_ERR_OTHER;
+int MPIX_ERR_QUEUE_FULL = MPI_ERR_OTHER;
+
+namespace mpix {
+namespace {
+
+struct LibraryClass {
+  int *cls;
+  const char *text;
+};
+
+const LibraryClass kLibraryClasses[] = {
+    {&MPIX_ERR_WILDCARD, "MPIX_ERR_WILDCARD: wildcard receive not allowed on this communicator"},
+    {&MPIX_ERR_REGION, "MPIX_ERR_REGION: unordered region misuse"},
+    {&MPIX_ERR_NO_CUDA, "MPIX_ERR_NO_CUDA: device buffer given to an mpix built without CUDA"},
+    {&MPIX_ERR_QUEUE_FULL, "MPIX_ERR_QUEUE_FULL: queue full, retry after progress"},
+};
+
+struct ErrorSpec {
+  const int *cls;  // class the code belongs to
+  const char *text;
+};
+
+const int kClassOther = MPI_ERR_OTHER;
+const int kClassComm = MPI_ERR_COMM;
+const int kClassArg = MPI_ERR_ARG;
+const int kClassIntern = MPI_ERR_INTERN;
+
+// Indexed by Err; the texts are what users read, so they say what to do.
+const ErrorSpec kSpecs[] = {
+    {&kClassOther, "mpix: called before MPI_Init or after MPI_Finalize"},
+    {&kClassComm, "mpix: invalid communicator (MPI_COMM_NULL or already freed)"},
+    {&kClassArg, "mpix: invalid argument (null pointer or out of range)"},
+    {&MPIX_ERR_WILDCARD,
+     "mpix: MPI_ANY_SOURCE used on a communicator asserted mpi_assert_no_any_source "
+     "(or inside an unordered region)"},
+    {&MPIX_ERR_WILDCARD,
+     "mpix: MPI_ANY_TAG used on a communicator asserted mpi_assert_no_any_tag "
+     "(or inside an unordered region)"},
+    {&MPIX_ERR_REGION, "mpix: MPIX_Unordered_region_close without an open region on this communicator"},
+    {&MPIX_ERR_REGION, "mpix: MPIX_Unordered_region_open while a region is already open on this communicator"},
+    {&MPIX_ERR_NO_CUDA,
+     "mpix: a GPU device buffer was passed, but this mpix was built without CUDA (configure --with-cuda)"},
+    {&MPIX_ERR_QUEUE_FULL, "mpix: queue full; nothing was lost, retry after the peer makes progress"},
+    {&kClassIntern, "mpix: internal error (please report it with MPIX_VERBOSE=2 output)"},
+};
+static_assert(sizeof(kSpecs) / sizeof(kSpecs[0]) == static_cast<size_t>(Err::kCount),
+              "one spec per Err value");
+
+int g_codes[static_cast<int>(Err::kCount)];
+bool g_registered = false;
+
+bool is_library_class(const int *cls) {
+  for (const auto &lc : kLibraryClasses)
+    if (lc.cls == cls) return true;
+  return false;
+}
+
+// MPICH 4.0 gives codes added to a predefined class no dynamic marker, so
+// MPI_Error_string decodes them as unrelated internal messages. Where that
+// happens we return the predefined class itself (MPI's own text describes it).
+bool codes_in_predefined_classes_work() {
+  int code = MPI_SUCCESS;
+  if (PMPI_Add_error_code(MPI_ERR_OTHER, &code) != MPI_SUCCESS) return false;
+  const char probe[] = "mpix: error string probe";
+  if (PMPI_Add_error_string(code, probe) != MPI_SUCCESS) return false;
+  char text[MPI_MAX_ERROR_STRING];
+  int len = 0;
+  return PMPI_Error_string(code, text, &len) == MPI_SUCCESS && std::strcmp(text, probe) == 0;
+}
+
+}  // namespace
+
+int errors_init() {
+  if (g_registered) return MPI_SUCCESS;
+  for (const auto &lc : kLibraryClasses) {
+    int rc = PMPI_Add_error_class(lc.cls);
+    if (rc == MPI_SUCCESS) rc = PMPI_Add_error_string(*lc.cls, lc.text);
+    if (rc != MPI_SUCCESS) return rc;
+  }
+  const bool own_codes_everywhere = codes_in_predefined_classes_work();
+  for (int i = 0; i < static_cast<int>(Err::kCount); ++i) {
+    if (!own_codes_everywhere && !is_library_class(kSpecs[i].cls)) {
+      g_codes[i] = *kSpecs[i].cls;
+      continue;
+    }
+    int rc = PMPI_Add_error_code(*kSpecs[i].cls, &g_codes[i]);
+    if (rc == MPI_SUCCESS) rc = PMPI_Add_error_string(g_codes[i], kSpecs[i].text);
+    if (rc != MPI_SUCCESS) return rc;
+  }
+  g_registered = true;
+  return MPI_SUCCESS;
+}
+
+int error_code(Err e) { return g_registered ? g_codes[static_cast<int>(e)] : MPI_ERR_OTHER; }
+
+const char *error_text(Err e) { return kSpecs[static_cast<int>(e)].text; }
+
+int raise_error(MPI_Comm comm, Err e, const char *func) {
+  if (!runtime_active()) {
+    std::fprintf(stderr, "%s: %s\n", func, error_text(Err::kNotInitialized));
+    return MPI_ERR_OTHER;
+  }
+  if (e == Err::kInvalidComm || comm == MPI_COMM_NULL) comm = MPI_COMM_SELF;
+  const int code = error_code(e);
+  // The job is about to end: say exactly what went wrong first, since the
+  // MPI library's abort message knows only the class.
+  MPI_Errhandler handler = MPI_ERRHANDLER_NULL;
+  if (PMPI_Comm_get_errhandler(comm, &handler) == MPI_SUCCESS) {
+    bool fatal = handler == MPI_ERRORS_ARE_FATAL;
+#ifdef MPI_ERRORS_ABORT
+    fatal = fatal || handler == MPI_ERRORS_ABORT;
+#endif
+    if (fatal) std::fprintf(stderr, "%s: %s\n", func, error_text(e));
+    if (handler != MPI_ERRHANDLER_NULL) PMPI_Errhandler_free(&handler);
+  }
+  PMPI_Comm_call_errhandler(comm, code);
+  return code;
+}
+
+}  // namespace mpix

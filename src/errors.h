@@ -1,0 +1,47 @@
+// Library errors and the one place that turns them into MPI error codes.
+//
+// Each situation has its own MPI error code (and so its own MPI_Error_string
+// text) inside an MPI class: a standard one where MPI has a fitting class, a
+// library class (MPIX_ERR_*) otherwise. Codes are created at MPI_Init.
+#ifndef MPIX_SRC_ERRORS_H
+#define MPIX_SRC_ERRORS_H
+
+#include <mpi.h>
+
+namespace mpix {
+
+enum class Err : int {
+  kNotInitialized,     // MPIX call before MPI_Init or after MPI_Finalize
+  kInvalidComm,        // MPI_COMM_NULL or a freed communicator
+  kInvalidArg,         // null output pointer and the like
+  kWildcardSource,     // MPI_ANY_SOURCE where the communicator forbids it
+  kWildcardTag,        // MPI_ANY_TAG where the communicator forbids it
+  kRegionNotOpen,      // close without a matching open
+  kRegionAlreadyOpen,  // open while a region is open on the communicator
+  kDeviceBufferNoCuda, // device pointer, library built without CUDA
+  kQueueFull,          // bounded queue full: retry after progress
+  kInternal,           // a bug or an underlying failure we cannot classify
+  kCount
+};
+
+// Registers the library's error classes, codes and strings; called once by the
+// MPI_Init hook. Returns an MPI error code.
+int errors_init();
+
+// The MPI error code for e; MPI_ERR_OTHER before errors_init().
+int error_code(Err e);
+
+// The text MPI_Error_string gives for e's code.
+const char *error_text(Err e);
+
+// Reports e on comm the way an MPI function does: through comm's error handler
+// (MPI_ERRORS_ARE_FATAL aborts, MPI_ERRORS_RETURN returns, user handlers run),
+// and returns the code for the caller to return. Errors on an invalid
+// communicator go to MPI_COMM_SELF, as MPI-4 prescribes. Before MPI_Init (or
+// after MPI_Finalize) no handler exists: the text goes to stderr, prefixed by
+// `func`, and MPI_ERR_OTHER is returned.
+int raise_error(MPI_Comm comm, Err e, const char *func);
+
+}  // namespace mpix
+
+#endif

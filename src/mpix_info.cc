@@ -1,0 +1,31 @@
+// mpix_info: what this mpix was built with and every MPIX_* variable with its
+// current value, default and meaning. Needs no MPI_Init.
+#include <cstdio>
+#include <cstring>
+
+#include "config.h"
+#include "device/gpu.h"
+#include "mpix.h"
+
+int main(int argc, char **argv) {
+  const bool vars_only = argc > 1 && std::strcmp(argv[1], "-c") == 0;
+  if (argc > 1 && !vars_only) {
+    std::fprintf(stderr, "usage: %s [-c]\n  -c  print only the MPIX_* variables\n", argv[0]);
+    return 2;
+  }
+  if (!vars_only) {
+    char version[MPIX_MAX_LIBRARY_VERSION_STRING];
+    int len = 0;
+    MPIX_Get_library_version(version, &len);
+    std::printf("# %s\n", version);
+    const int ngpu = mpix::gpu::device_count();
+    std::printf("# GPUs visible: %d\n", ngpu);
+    for (int d = 0; d < ngpu; ++d) {
+      char desc[256];
+      mpix::gpu::describe(d, desc, sizeof desc);
+      std::printf("#   GPU %d: %s\n", d, desc);
+    }
+  }
+  mpix::config_print(stdout, "");
+  return 0;
+}

@@ -1,0 +1,78 @@
+#include "runtime.h"
+
+#include <atomic>
+#include <cstdio>
+
+#include "comm_table.h"
+#include "device/gpu.h"
+#include "errors.h"
+#include "mpix.h"
+
+namespace mpix {
+namespace {
+
+Runtime g_runtime;
+std::atomic<bool> g_active{false};
+
+const char *thread_level_name(int level) {
+  switch (level) {
+    case MPI_THREAD_SINGLE: return "MPI_THREAD_SINGLE";
+    case MPI_THREAD_FUNNELED: return "MPI_THREAD_FUNNELED";
+    case MPI_THREAD_SERIALIZED: return "MPI_THREAD_SERIALIZED";
+    case MPI_THREAD_MULTIPLE: return "MPI_THREAD_MULTIPLE";
+    default: return "unknown";
+  }
+}
+
+void print_configuration(const char *config_errors) {
+  char lib[MPIX_MAX_LIBRARY_VERSION_STRING];
+  int len = 0;
+  MPIX_Get_library_version(lib, &len);
+  std::fprintf(stderr, "[mpix] %s\n", lib);
+  std::fprintf(stderr, "[mpix] ranks %d, thread level %s\n", g_runtime.world_size,
+               thread_level_name(g_runtime.thread_provided));
+  const int ngpu = gpu::device_count();
+  std::fprintf(stderr, "[mpix] GPUs visible to rank 0: %d\n", ngpu);
+  for (int d = 0; d < ngpu; ++d) {
+    char desc[256];
+    gpu::describe(d, desc, sizeof desc);
+    std::fprintf(stderr, "[mpix]   GPU %d: %s\n", d, desc);
+  }
+  config_print(stderr, "[mpix] ");
+  if (config_errors[0] != '\0') std::fprintf(stderr, "[mpix] configuration errors:\n%s", config_errors);
+  std::fflush(stderr);
+}
+
+}  // namespace
+
+bool runtime_active() { return g_active.load(std::memory_order_acquire); }
+
+const Runtime &runtime() { return g_runtime; }
+
+int runtime_start(int thread_provided) {
+  char config_errors[1024];
+  g_runtime.config = config_from_env(config_errors, sizeof config_errors);
+  g_runtime.thread_provided = thread_provided;
+  PMPI_Comm_rank(MPI_COMM_WORLD, &g_runtime.world_rank);
+  PMPI_Comm_size(MPI_COMM_WORLD, &g_runtime.world_size);
+
+  int rc = errors_init();
+  if (rc == MPI_SUCCESS) rc = CommTable::init();
+  if (rc != MPI_SUCCESS) return rc;
+
+  // A malformed variable is a user error worth seeing even when not verbose:
+  // the default was used instead of what was asked for.
+  if (config_errors[0] != '\0' && g_runtime.world_rank == 0 && g_runtime.config.verbose == 0)
+    std::fprintf(stderr, "[mpix] warning: %s", config_errors);
+  if (g_runtime.config.verbose >= 1 && g_runtime.world_rank == 0) print_configuration(config_errors);
+  g_active.store(true, std::memory_order_release);
+  return MPI_SUCCESS;
+}
+
+int runtime_stop() {
+  g_active.store(false, std::memory_order_release);
+  CommTable::finalize();
+  return MPI_SUCCESS;
+}
+
+}  // namespace mpix

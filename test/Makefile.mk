@@ -1,0 +1,19 @@
+# `make check`: unit tests, MPI tests (under mpiexec) and GPU tests (skipped
+# visibly without a GPU), all run by test/runtests, which prints the tally.
+EXTRA_DIST += test/runtests test/check-symbols.sh
+MPIX_TESTLISTS = test/mpi/testlist
+MPIX_TEST_SKIPS =
+MPIX_TEST_ENV = MPIEXEC="$(MPIEXEC)" MPIEXEC_FLAGS="$(MPIEXEC_FLAGS)" \
+	MPIX_LIB="$(abs_top_builddir)/src/.libs/libmpix.so" NM="$(NM)"
+
+check-local: all
+	@$(MPIX_TEST_ENV) $(top_srcdir)/test/runtests \
+	  $(foreach t,$(MPIX_UNIT_TESTS),--unit $(t)) \
+	  --script $(top_srcdir)/test/check-symbols.sh \
+	  $(foreach l,$(MPIX_TESTLISTS),--testlist $(l)) $(MPIX_TEST_SKIPS)
+
+# MPICH's own test suite, natively, under LD_PRELOAD and relinked.
+check-mpich: all
+	$(top_srcdir)/test/external/check-mpich.sh --lib $(abs_top_builddir)/src/.libs/libmpix.so
+
+.PHONY: check-mpich

@@ -1,0 +1,32 @@
+# MPI tests: self-checking programs run under mpiexec by test/runtests at the
+# rank counts in test/mpi/testlist. They link libmpix (the relink use).
+MPIX_MPI_TESTS = test/mpi/version test/mpi/init_thread test/mpi/errclass test/mpi/errhandler \
+	test/mpi/errfatal test/mpi/before_init
+check_PROGRAMS += $(MPIX_MPI_TESTS)
+MPIX_MPI_TEST_LDADD = src/libmpix.la $(MPI_LIBS)
+MPIX_MPI_TEST_CFLAGS = $(MPIX_CFLAGS)
+test_mpi_version_SOURCES = test/mpi/version.c test/mpi/mtest.h
+test_mpi_version_CFLAGS = $(MPIX_MPI_TEST_CFLAGS)
+test_mpi_version_LDADD = $(MPIX_MPI_TEST_LDADD)
+test_mpi_version_LDFLAGS = -no-install
+test_mpi_init_thread_SOURCES = test/mpi/init_thread.c test/mpi/mtest.h
+test_mpi_init_thread_CFLAGS = $(MPIX_MPI_TEST_CFLAGS)
+test_mpi_init_thread_LDADD = $(MPIX_MPI_TEST_LDADD)
+test_mpi_init_thread_LDFLAGS = -no-install
+test_mpi_errclass_SOURCES = test/mpi/errclass.c test/mpi/mtest.h
+test_mpi_errclass_CFLAGS = $(MPIX_MPI_TEST_CFLAGS)
+test_mpi_errclass_LDADD = $(MPIX_MPI_TEST_LDADD)
+test_mpi_errclass_LDFLAGS = -no-install
+test_mpi_errhandler_SOURCES = test/mpi/errhandler.c test/mpi/mtest.h
+test_mpi_errhandler_CFLAGS = $(MPIX_MPI_TEST_CFLAGS)
+test_mpi_errhandler_LDADD = $(MPIX_MPI_TEST_LDADD)
+test_mpi_errhandler_LDFLAGS = -no-install
+test_mpi_errfatal_SOURCES = test/mpi/errfatal.c test/mpi/mtest.h
+test_mpi_errfatal_CFLAGS = $(MPIX_MPI_TEST_CFLAGS)
+test_mpi_errfatal_LDADD = $(MPIX_MPI_TEST_LDADD)
+test_mpi_errfatal_LDFLAGS = -no-install
+test_mpi_before_init_SOURCES = test/mpi/before_init.c test/mpi/mtest.h
+test_mpi_before_init_CFLAGS = $(MPIX_MPI_TEST_CFLAGS)
+test_mpi_before_init_LDADD = $(MPIX_MPI_TEST_LDADD)
+test_mpi_before_init_LDFLAGS = -no-install
+EXTRA_DIST += test/mpi/testlist

@@ -1,0 +1,48 @@
+/* Helpers for mpix's MPI tests, in the manner of MPICH's test/mpi: each test
+ * counts its own errors, rank 0 prints "No Errors" when all ranks had none. */
+#ifndef MPIX_TEST_MTEST_H
+#define MPIX_TEST_MTEST_H
+
+#include <mpi.h>
+#include <stdio.h>
+#include <string.h>
+
+static int mtest_errors = 0;
+
+#define MTEST_CHECK(cond, ...)                                          \
+  do {                                                                  \
+    if (!(cond)) {                                                      \
+      int mtest_rank_ = -1;                                             \
+      int mtest_init_ = 0;                                              \
+      MPI_Initialized(&mtest_init_);                                    \
+      if (mtest_init_) MPI_Comm_rank(MPI_COMM_WORLD, &mtest_rank_);     \
+      fprintf(stderr, "[rank %d] %s:%d: check failed: %s: ", mtest_rank_, \
+              __FILE__, __LINE__, #cond);                               \
+      fprintf(stderr, __VA_ARGS__);                                     \
+      fprintf(stderr, "\n");                                            \
+      mtest_errors++;                                                   \
+    }                                                                   \
+  } while (0)
+
+/* The class of an MPI error code. */
+static inline int mtest_class(int code) {
+  int cls = -1;
+  MPI_Error_class(code, &cls);
+  return cls;
+}
+
+/* Sums errors over all ranks, prints the verdict on rank 0, finalizes. */
+static inline int mtest_finalize(void) {
+  int total = 0, rank = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Allreduce(&mtest_errors, &total, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+  if (rank == 0) {
+    if (total == 0) printf(" No Errors\n");
+    else printf(" Found %d errors\n", total);
+    fflush(stdout);
+  }
+  MPI_Finalize();
+  return total != 0;
+}
+
+#endif
