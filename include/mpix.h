@@ -51,6 +51,18 @@ MPIX_API int MPIX_Get_library_version(char *version, int *resultlen);
  * 0 when comm passes straight through to the MPI library. */
 MPIX_API int MPIX_Comm_is_handled(MPI_Comm comm, int *flag);
 
+/* Collective: duplicates comm with the MPI-4 assertions
+ * mpi_assert_no_any_source=true and mpi_assert_no_any_tag=true, so that
+ * mpix matches its messages in O(1) by (source, tag). */
+MPIX_API int MPIX_Comm_dup_nowildcard(MPI_Comm comm, MPI_Comm *newcomm);
+
+/* ---- unordered regions (see MPIX_Unordered_region_open(3)) ---- */
+
+/* Local: receives posted on comm until the matching close may be matched
+ * out of order among those with equal (source, tag); wildcards are errors. */
+MPIX_API int MPIX_Unordered_region_open(MPI_Comm comm);
+MPIX_API int MPIX_Unordered_region_close(MPI_Comm comm);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,2 +1,2 @@
 # The MPIX API: queries, no-wildcard communicators, unordered regions, streams.
-src_libmpixcore_la_SOURCES += mpix/query.cc
+src_libmpixcore_la_SOURCES += mpix/query.cc mpix/nowildcard.cc

@@ -8,7 +8,10 @@
 namespace mpix {
 
 struct Config {
-  int verbose = 0;  // MPIX_VERBOSE
+  int verbose = 0;                 // MPIX_VERBOSE
+  bool intercept_all = false;      // MPIX_INTERCEPT
+  long eager_limit = 16384;        // MPIX_EAGER_LIMIT
+  int landing_slots = 16;          // MPIX_LANDING_SLOTS
 };
 
 struct ConfigVar {

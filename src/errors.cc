@@ -51,6 +51,9 @@ const ErrorSpec kSpecs[] = {
      "(or inside an unordered region)"},
     {&MPIX_ERR_REGION, "mpix: MPIX_Unordered_region_close without an open region on this communicator"},
     {&MPIX_ERR_REGION, "mpix: MPIX_Unordered_region_open while a region is already open on this communicator"},
+    {&MPIX_ERR_REGION,
+     "mpix: unordered region on a communicator mpix does not handle (create it with MPIX_Comm_dup_nowildcard "
+     "or the mpi_assert_no_any_source/_tag info assertions)"},
     {&MPIX_ERR_NO_CUDA,
      "mpix: a GPU device buffer was passed, but this mpix was built without CUDA (configure --with-cuda)"},
     {&MPIX_ERR_QUEUE_FULL, "mpix: queue full; nothing was lost, retry after the peer makes progress"},

@@ -18,6 +18,7 @@ enum class Err : int {
   kWildcardTag,        // MPI_ANY_TAG where the communicator forbids it
   kRegionNotOpen,      // close without a matching open
   kRegionAlreadyOpen,  // open while a region is open on the communicator
+  kRegionNotHandled,   // region on a communicator mpix does not handle
   kDeviceBufferNoCuda, // device pointer, library built without CUDA
   kQueueFull,          // bounded queue full: retry after progress
   kInternal,           // a bug or an underlying failure we cannot classify

@@ -7,6 +7,8 @@
 #include "device/gpu.h"
 #include "errors.h"
 #include "mpix.h"
+#include "p2p/comms.h"
+#include "p2p/engine.h"
 
 namespace mpix {
 namespace {
@@ -59,6 +61,12 @@ int runtime_start(int thread_provided) {
   int rc = errors_init();
   if (rc == MPI_SUCCESS) rc = CommTable::init();
   if (rc != MPI_SUCCESS) return rc;
+  p2p::P2PConfig p2p_config;
+  p2p_config.eager_limit = static_cast<std::size_t>(g_runtime.config.eager_limit);
+  p2p_config.landing_slots = g_runtime.config.landing_slots;
+  p2p::p2p_configure(p2p_config);
+  rc = p2p::p2p_start(g_runtime.config.intercept_all);
+  if (rc != MPI_SUCCESS) return rc;
 
   // A malformed variable is a user error worth seeing even when not verbose:
   // the default was used instead of what was asked for.
@@ -71,6 +79,7 @@ int runtime_start(int thread_provided) {
 
 int runtime_stop() {
   g_active.store(false, std::memory_order_release);
+  p2p::p2p_stop();
   CommTable::finalize();
   return MPI_SUCCESS;
 }

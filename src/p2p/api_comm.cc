@@ -1,0 +1,211 @@
+// Communicator constructors and destructors: where a communicator becomes
+// handled (its assertions, or MPIX_INTERCEPT=all) and where its engine is
+// drained and detached.
+#include <vector>
+
+#include "api_common.h"
+#include "comms.h"
+#include "src/visibility.h"
+
+using namespace mpix;
+using namespace mpix::p2p;
+
+namespace mpix::p2p {
+namespace {
+bool g_intercept_all = false;
+}
+
+bool intercept_all() { return g_intercept_all; }
+
+int comm_created(MPI_Comm newcomm, const Hints &hints) {
+  if (newcomm == MPI_COMM_NULL) return MPI_SUCCESS;
+  const bool handle = g_intercept_all || hints.no_any_source || hints.no_any_tag;
+  if (!handle && !hints.any()) return MPI_SUCCESS;
+  auto c = std::make_shared<P2PComm>(hints);
+  if (handle) {
+    // Wildcards are allowed unless both are asserted away (the fast mode).
+    auto lock = engine_lock();
+    const int rc = c->attach(newcomm, !hints.no_wildcards());
+    if (rc != MPI_SUCCESS) return rc;
+  }
+  return CommTable::insert(newcomm, std::move(c));
+}
+
+int p2p_start(bool all) {
+  g_intercept_all = all;
+  if (!all) return MPI_SUCCESS;
+  int rc = comm_created(MPI_COMM_WORLD, Hints{});
+  if (rc == MPI_SUCCESS) rc = comm_created(MPI_COMM_SELF, Hints{});
+  return rc;
+}
+
+void p2p_stop() {
+  auto lock = engine_lock();
+  request_finalize();
+  detach_all();
+}
+
+}  // namespace mpix::p2p
+
+namespace {
+
+// Hints a child inherits: MPI_Comm_dup and MPI_Comm_idup keep the parent's
+// (MPI-4); every other constructor starts from its info argument alone.
+Hints inherited(MPI_Comm parent) {
+  auto c = lookup(parent);
+  return c ? c->hints() : Hints{};
+}
+
+int after(int rc, MPI_Comm *newcomm, const Hints &hints) {
+  if (rc != MPI_SUCCESS || newcomm == nullptr) return rc;
+  return comm_created(*newcomm, hints);
+}
+
+}  // namespace
+
+MPIX_INTERCEPT int MPI_Comm_dup(MPI_Comm comm, MPI_Comm *newcomm) {
+  const Hints h = inherited(comm);
+  return after(PMPI_Comm_dup(comm, newcomm), newcomm, h);
+}
+
+MPIX_INTERCEPT int MPI_Comm_dup_with_info(MPI_Comm comm, MPI_Info info, MPI_Comm *newcomm) {
+  return after(PMPI_Comm_dup_with_info(comm, info, newcomm), newcomm, hints_from_info(info));
+}
+
+namespace {
+
+// A handled child of a non-blocking dup is made by a blocking dup: its
+// shadow communicators need the new communicator at once. The request the
+// application gets is already complete.
+int idup_handled(MPI_Comm comm, MPI_Info info, const Hints &h, MPI_Comm *newcomm, MPI_Request *request) {
+  int rc = info == MPI_INFO_NULL ? PMPI_Comm_dup(comm, newcomm) : PMPI_Comm_dup_with_info(comm, info, newcomm);
+  if (rc == MPI_SUCCESS) rc = comm_created(*newcomm, h);
+  if (rc != MPI_SUCCESS) return rc;
+  auto lock = engine_lock();
+  Request *r = request_create(ReqKind::kSend);
+  r->active = true;
+  r->finish(MPI_ANY_SOURCE, MPI_ANY_TAG, MPI_SUCCESS, 0);
+  *request = r->handle;
+  return MPI_SUCCESS;
+}
+
+bool will_handle(const Hints &h) { return intercept_all() || h.any(); }
+
+}  // namespace
+
+MPIX_INTERCEPT int MPI_Comm_idup(MPI_Comm comm, MPI_Comm *newcomm, MPI_Request *request) {
+  const Hints h = inherited(comm);
+  if (!will_handle(h)) return PMPI_Comm_idup(comm, newcomm, request);
+  return idup_handled(comm, MPI_INFO_NULL, h, newcomm, request);
+}
+
+MPIX_INTERCEPT int MPI_Comm_idup_with_info(MPI_Comm comm, MPI_Info info, MPI_Comm *newcomm, MPI_Request *request) {
+  const Hints h = hints_from_info(info);
+  if (!will_handle(h)) return PMPI_Comm_idup_with_info(comm, info, newcomm, request);
+  return idup_handled(comm, info, h, newcomm, request);
+}
+
+MPIX_INTERCEPT int MPI_Comm_split_type(MPI_Comm comm, int split_type, int key, MPI_Info info, MPI_Comm *newcomm) {
+  return after(PMPI_Comm_split_type(comm, split_type, key, info, newcomm), newcomm, hints_from_info(info));
+}
+
+MPIX_INTERCEPT int MPI_Comm_create_from_group(MPI_Group group, const char *stringtag, MPI_Info info,
+                                              MPI_Errhandler errhandler, MPI_Comm *newcomm) {
+  return after(PMPI_Comm_create_from_group(group, stringtag, info, errhandler, newcomm), newcomm,
+               hints_from_info(info));
+}
+
+// Constructors without an info argument matter only under MPIX_INTERCEPT=all.
+MPIX_INTERCEPT int MPI_Comm_split(MPI_Comm comm, int color, int key, MPI_Comm *newcomm) {
+  return after(PMPI_Comm_split(comm, color, key, newcomm), newcomm, Hints{});
+}
+MPIX_INTERCEPT int MPI_Comm_create(MPI_Comm comm, MPI_Group group, MPI_Comm *newcomm) {
+  return after(PMPI_Comm_create(comm, group, newcomm), newcomm, Hints{});
+}
+MPIX_INTERCEPT int MPI_Comm_create_group(MPI_Comm comm, MPI_Group group, int tag, MPI_Comm *newcomm) {
+  return after(PMPI_Comm_create_group(comm, group, tag, newcomm), newcomm, Hints{});
+}
+MPIX_INTERCEPT int MPI_Cart_create(MPI_Comm comm, int ndims, const int dims[], const int periods[], int reorder,
+                                   MPI_Comm *newcomm) {
+  return after(PMPI_Cart_create(comm, ndims, dims, periods, reorder, newcomm), newcomm, Hints{});
+}
+MPIX_INTERCEPT int MPI_Cart_sub(MPI_Comm comm, const int remain_dims[], MPI_Comm *newcomm) {
+  return after(PMPI_Cart_sub(comm, remain_dims, newcomm), newcomm, Hints{});
+}
+MPIX_INTERCEPT int MPI_Graph_create(MPI_Comm comm, int nnodes, const int index[], const int edges[], int reorder,
+                                    MPI_Comm *newcomm) {
+  return after(PMPI_Graph_create(comm, nnodes, index, edges, reorder, newcomm), newcomm, Hints{});
+}
+MPIX_INTERCEPT int MPI_Dist_graph_create(MPI_Comm comm, int n, const int sources[], const int degrees[],
+                                         const int destinations[], const int weights[], MPI_Info info, int reorder,
+                                         MPI_Comm *newcomm) {
+  return after(PMPI_Dist_graph_create(comm, n, sources, degrees, destinations, weights, info, reorder, newcomm),
+               newcomm, hints_from_info(info));
+}
+MPIX_INTERCEPT int MPI_Dist_graph_create_adjacent(MPI_Comm comm, int indegree, const int sources[],
+                                                  const int sourceweights[], int outdegree,
+                                                  const int destinations[], const int destweights[], MPI_Info info,
+                                                  int reorder, MPI_Comm *newcomm) {
+  return after(PMPI_Dist_graph_create_adjacent(comm, indegree, sources, sourceweights, outdegree, destinations,
+                                               destweights, info, reorder, newcomm),
+               newcomm, hints_from_info(info));
+}
+MPIX_INTERCEPT int MPI_Intercomm_create(MPI_Comm local_comm, int local_leader, MPI_Comm peer_comm, int remote_leader,
+                                        int tag, MPI_Comm *newintercomm) {
+  return after(PMPI_Intercomm_create(local_comm, local_leader, peer_comm, remote_leader, tag, newintercomm),
+               newintercomm, Hints{});
+}
+MPIX_INTERCEPT int MPI_Intercomm_merge(MPI_Comm intercomm, int high, MPI_Comm *newintracomm) {
+  return after(PMPI_Intercomm_merge(intercomm, high, newintracomm), newintracomm, Hints{});
+}
+
+MPIX_INTERCEPT int MPI_Comm_set_info(MPI_Comm comm, MPI_Info info) {
+  const int rc = PMPI_Comm_set_info(comm, info);
+  const Hints h = hints_from_info(info);
+  if (rc != MPI_SUCCESS || !h.any()) return rc;
+  // Recorded and enforced (wildcards become errors), but the traffic of an
+  // existing communicator stays where it is: messages may be in flight.
+  if (auto c = lookup(comm)) {
+    auto lock = engine_lock();
+    c->add_hints(h);
+    return MPI_SUCCESS;
+  }
+  return CommTable::insert(comm, std::make_shared<P2PComm>(h));
+}
+
+MPIX_INTERCEPT int MPI_Comm_get_info(MPI_Comm comm, MPI_Info *info_used) {
+  const int rc = PMPI_Comm_get_info(comm, info_used);
+  if (rc != MPI_SUCCESS) return rc;
+  if (auto c = lookup(comm)) hints_to_info(c->hints(), *info_used);
+  return MPI_SUCCESS;
+}
+
+namespace {
+
+// Takes comm out of the table; its engine lives on until the operations
+// still running on it are done (MPI_Comm_free does not wait for them).
+void forget(MPI_Comm comm, const std::shared_ptr<P2PComm> &c) {
+  CommTable::erase(comm);
+  auto lock = engine_lock();
+  c->release_when_idle();
+}
+
+}  // namespace
+
+MPIX_INTERCEPT int MPI_Comm_free(MPI_Comm *comm) {
+  if (comm == nullptr) return PMPI_Comm_free(comm);
+  if (auto c = lookup(*comm)) forget(*comm, c);
+  return PMPI_Comm_free(comm);
+}
+
+MPIX_INTERCEPT int MPI_Comm_disconnect(MPI_Comm *comm) {
+  if (comm == nullptr) return PMPI_Comm_disconnect(comm);
+  if (auto c = lookup(*comm)) {
+    // MPI_Comm_disconnect waits for all pending communication to complete.
+    auto lock = engine_lock();
+    while (c->live_ops() > 0) progress_wait(lock);
+    lock.unlock();
+    forget(*comm, c);
+  }
+  return PMPI_Comm_disconnect(comm);
+}

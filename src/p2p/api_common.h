@@ -1,0 +1,72 @@
+// Shared by the intercepted point-to-point entry points: finding the
+// communicator's state and validating arguments as MPI does.
+#ifndef MPIX_SRC_P2P_API_COMMON_H
+#define MPIX_SRC_P2P_API_COMMON_H
+
+#include <mpi.h>
+
+#include <memory>
+
+#include "engine.h"
+#include "src/comm_table.h"
+#include "src/errors.h"
+
+namespace mpix::p2p {
+
+// nullptr when comm passes straight through (the common case costs one load).
+inline std::shared_ptr<P2PComm> lookup(MPI_Comm comm) {
+  if (CommTable::empty()) return nullptr;
+  return p2p_find(comm);
+}
+
+// Raises an MPI error class (or mpix Err) on comm and returns its code.
+inline int raise_class(MPI_Comm comm, int cls) {
+  PMPI_Comm_call_errhandler(comm, cls);
+  return cls;
+}
+
+int tag_ub();
+
+// MPI_SUCCESS or the class MPI would raise for these send arguments.
+inline int check_send_args(const P2PComm &c, const void *buf, int count, MPI_Datatype dtype, int dest, int tag) {
+  if (count < 0) return MPI_ERR_COUNT;
+  if (dtype == MPI_DATATYPE_NULL) return MPI_ERR_TYPE;
+  if (buf == nullptr && count > 0) {
+    MPI_Count size = 0;
+    PMPI_Type_size_x(dtype, &size);
+    if (size > 0) return MPI_ERR_BUFFER;
+  }
+  if (dest != MPI_PROC_NULL && (dest < 0 || dest >= c.size())) return MPI_ERR_RANK;
+  if (tag < 0 || tag > tag_ub()) return MPI_ERR_TAG;
+  return MPI_SUCCESS;
+}
+
+inline int check_recv_args(const P2PComm &c, const void *buf, int count, MPI_Datatype dtype, int source, int tag) {
+  if (count < 0) return MPI_ERR_COUNT;
+  if (dtype == MPI_DATATYPE_NULL) return MPI_ERR_TYPE;
+  if (buf == nullptr && count > 0) {
+    MPI_Count size = 0;
+    PMPI_Type_size_x(dtype, &size);
+    if (size > 0) return MPI_ERR_BUFFER;
+  }
+  if (source != MPI_PROC_NULL && source != MPI_ANY_SOURCE && (source < 0 || source >= c.size())) return MPI_ERR_RANK;
+  if (tag != MPI_ANY_TAG && (tag < 0 || tag > tag_ub())) return MPI_ERR_TAG;
+  return MPI_SUCCESS;
+}
+
+// Raises the wildcard error for a receive/probe pattern, if any; else 0.
+inline int check_pattern(MPI_Comm comm, const P2PComm &c, int source, int tag, const char *func) {
+  const int e = c.check_pattern(source, tag);
+  return e < 0 ? MPI_SUCCESS : raise_error(comm, static_cast<Err>(e), func);
+}
+
+// Keeps a derived datatype alive for a pending operation.
+void hold_datatype(Request *r, MPI_Datatype dtype);
+
+// Fills r's common fields and takes a reference on comm.
+void init_request(Request *r, const std::shared_ptr<P2PComm> &c, const void *sbuf, void *rbuf, int count,
+                  MPI_Datatype dtype, int peer, int tag);
+
+}  // namespace mpix::p2p
+
+#endif

@@ -1,0 +1,197 @@
+// Intercepted receives: MPI_Recv/Irecv/Recv_init, MPI_Sendrecv(_replace).
+#include <cstring>
+#include <vector>
+
+#include "api_common.h"
+#include "datatype.h"
+#include "src/visibility.h"
+
+using namespace mpix;
+using namespace mpix::p2p;
+
+namespace mpix::p2p {
+
+int tag_ub() {
+  static int ub = [] {
+    int *v = nullptr, flag = 0;
+    PMPI_Comm_get_attr(MPI_COMM_WORLD, MPI_TAG_UB, &v, &flag);
+    return flag && v != nullptr ? *v : 32767;
+  }();
+  return ub;
+}
+
+void hold_datatype(Request *r, MPI_Datatype dtype) {
+  if (r->dtype_owned) PMPI_Type_free(&r->dtype);
+  r->dtype = dtype;
+  r->dtype_owned = false;
+  if (dtype != MPI_DATATYPE_NULL && is_derived(dtype)) {
+    PMPI_Type_dup(dtype, &r->dtype);
+    r->dtype_owned = true;
+  }
+}
+
+void init_request(Request *r, const std::shared_ptr<P2PComm> &c, const void *sbuf, void *rbuf, int count,
+                  MPI_Datatype dtype, int peer, int tag) {
+  r->comm = c;
+  r->sbuf = sbuf;
+  r->rbuf = rbuf;
+  r->count = count;
+  r->peer = peer;
+  r->tag = tag;
+  hold_datatype(r, dtype);
+}
+
+}  // namespace mpix::p2p
+
+namespace {
+
+// A receive nobody else can see: lives on the caller's stack until complete.
+int blocking_recv(void *buf, int count, MPI_Datatype dtype, int source, int tag, MPI_Comm comm,
+                  const std::shared_ptr<P2PComm> &c, MPI_Status *status, std::unique_lock<std::mutex> &lock) {
+  Request r;
+  r.kind = ReqKind::kRecv;
+  r.comm = c;
+  r.rbuf = buf;
+  r.count = count;
+  r.dtype = dtype;
+  r.peer = source;
+  r.tag = tag;
+  int rc = c->start_recv(&r);
+  if (rc != MPI_SUCCESS) return rc;
+  while (!r.complete || r.inner_busy) progress_wait(lock);
+  r.write_status(status);
+  (void)comm;
+  return r.st_error;
+}
+
+int check_recv(MPI_Comm comm, const P2PComm &c, void *buf, int count, MPI_Datatype dtype, int source, int tag,
+               const char *func) {
+  if (int rc = check_pattern(comm, c, source, tag, func)) return rc;
+  if (int cls = check_recv_args(c, buf, count, dtype, source, tag)) return raise_class(comm, cls);
+  return MPI_SUCCESS;
+}
+
+int make_recv_request(void *buf, int count, MPI_Datatype dtype, int source, int tag, MPI_Comm comm,
+                      const std::shared_ptr<P2PComm> &c, bool persistent, MPI_Request *request) {
+  if (request == nullptr) return raise_class(comm, MPI_ERR_REQUEST);
+  auto lock = engine_lock();
+  Request *r = request_create(ReqKind::kRecv);
+  init_request(r, c, nullptr, buf, count, dtype, source, tag);
+  r->persistent = persistent;
+  *request = r->handle;
+  if (persistent) return MPI_SUCCESS;
+  r->active = true;
+  if (source == MPI_PROC_NULL) {
+    c->op_started();
+    r->finish(MPI_PROC_NULL, MPI_ANY_TAG, MPI_SUCCESS, 0);
+    return MPI_SUCCESS;
+  }
+  const int rc = c->start_recv(r);
+  lock.unlock();
+  return rc == MPI_SUCCESS ? rc : raise_class(comm, rc);
+}
+
+}  // namespace
+
+MPIX_INTERCEPT int MPI_Recv(void *buf, int count, MPI_Datatype dtype, int source, int tag, MPI_Comm comm,
+                            MPI_Status *status) {
+  auto c = lookup(comm);
+  if (!c) return PMPI_Recv(buf, count, dtype, source, tag, comm, status);
+  if (int rc = check_recv(comm, *c, buf, count, dtype, source, tag, "MPI_Recv")) return rc;
+  if (!c->handled()) return PMPI_Recv(buf, count, dtype, source, tag, comm, status);
+  if (source == MPI_PROC_NULL) {
+    status_fill(status, MPI_PROC_NULL, MPI_ANY_TAG, MPI_SUCCESS, 0, false);
+    return MPI_SUCCESS;
+  }
+  auto lock = engine_lock();
+  const int rc = blocking_recv(buf, count, dtype, source, tag, comm, c, status, lock);
+  lock.unlock();
+  return rc == MPI_SUCCESS ? rc : raise_class(comm, rc);
+}
+
+MPIX_INTERCEPT int MPI_Irecv(void *buf, int count, MPI_Datatype dtype, int source, int tag, MPI_Comm comm,
+                             MPI_Request *request) {
+  auto c = lookup(comm);
+  if (!c) return PMPI_Irecv(buf, count, dtype, source, tag, comm, request);
+  if (int rc = check_recv(comm, *c, buf, count, dtype, source, tag, "MPI_Irecv")) return rc;
+  if (!c->handled()) return PMPI_Irecv(buf, count, dtype, source, tag, comm, request);
+  return make_recv_request(buf, count, dtype, source, tag, comm, c, false, request);
+}
+
+MPIX_INTERCEPT int MPI_Recv_init(void *buf, int count, MPI_Datatype dtype, int source, int tag, MPI_Comm comm,
+                                 MPI_Request *request) {
+  auto c = lookup(comm);
+  if (!c) return PMPI_Recv_init(buf, count, dtype, source, tag, comm, request);
+  if (int rc = check_recv(comm, *c, buf, count, dtype, source, tag, "MPI_Recv_init")) return rc;
+  if (!c->handled()) return PMPI_Recv_init(buf, count, dtype, source, tag, comm, request);
+  return make_recv_request(buf, count, dtype, source, tag, comm, c, true, request);
+}
+
+MPIX_INTERCEPT int MPI_Sendrecv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, int dest, int sendtag,
+                                void *recvbuf, int recvcount, MPI_Datatype recvtype, int source, int recvtag,
+                                MPI_Comm comm, MPI_Status *status) {
+  auto c = lookup(comm);
+  if (!c)
+    return PMPI_Sendrecv(sendbuf, sendcount, sendtype, dest, sendtag, recvbuf, recvcount, recvtype, source,
+                         recvtag, comm, status);
+  if (int rc = check_recv(comm, *c, recvbuf, recvcount, recvtype, source, recvtag, "MPI_Sendrecv")) return rc;
+  if (!c->handled())
+    return PMPI_Sendrecv(sendbuf, sendcount, sendtype, dest, sendtag, recvbuf, recvcount, recvtype, source,
+                         recvtag, comm, status);
+  if (int cls = check_send_args(*c, sendbuf, sendcount, sendtype, dest, sendtag)) return raise_class(comm, cls);
+  auto lock = engine_lock();
+  // The receive is posted first so that a peer doing the same never waits
+  // on us; the blocking send progresses it.
+  Request r;
+  r.kind = ReqKind::kRecv;
+  r.comm = c;
+  r.rbuf = recvbuf;
+  r.count = recvcount;
+  r.dtype = recvtype;
+  r.peer = source;
+  r.tag = recvtag;
+  int rc = MPI_SUCCESS;
+  const bool receiving = source != MPI_PROC_NULL;
+  if (receiving) rc = c->start_recv(&r);
+  else r.complete = true, r.st_source = MPI_PROC_NULL;
+  const bool started = receiving && rc == MPI_SUCCESS;
+  if (rc == MPI_SUCCESS && dest != MPI_PROC_NULL)
+    rc = c->send(sendbuf, sendcount, sendtype, dest, sendtag, SendMode::kStandard, lock);
+  // The receive must be over before r leaves the stack, also after a
+  // failed send.
+  if (rc != MPI_SUCCESS && r.queued) c->cancel(&r);
+  if (started)
+    while (!r.complete || r.inner_busy) progress_wait(lock);
+  r.write_status(status);
+  lock.unlock();
+  if (rc == MPI_SUCCESS) rc = r.st_error;
+  return rc == MPI_SUCCESS ? rc : raise_class(comm, rc);
+}
+
+MPIX_INTERCEPT int MPI_Sendrecv_replace(void *buf, int count, MPI_Datatype dtype, int dest, int sendtag,
+                                        int source, int recvtag, MPI_Comm comm, MPI_Status *status) {
+  auto c = lookup(comm);
+  if (!c) return PMPI_Sendrecv_replace(buf, count, dtype, dest, sendtag, source, recvtag, comm, status);
+  if (int rc = check_recv(comm, *c, buf, count, dtype, source, recvtag, "MPI_Sendrecv_replace")) return rc;
+  if (!c->handled()) return PMPI_Sendrecv_replace(buf, count, dtype, dest, sendtag, source, recvtag, comm, status);
+  if (int cls = check_send_args(*c, buf, count, dtype, dest, sendtag)) return raise_class(comm, cls);
+  // Receive into packed scratch (any send type may be received as
+  // MPI_PACKED), send from buf, then unpack over buf.
+  int packed = 0;
+  PMPI_Pack_size(count, dtype, comm, &packed);
+  std::vector<char> scratch(static_cast<std::size_t>(packed) + 1);
+  MPI_Status st;
+  int rc = MPI_Sendrecv(buf, count, dtype, dest, sendtag, scratch.data(), packed, MPI_PACKED, source, recvtag, comm,
+                        &st);
+  if (rc != MPI_SUCCESS) return rc;
+  MPI_Count bytes = 0;
+  PMPI_Get_elements_x(&st, MPI_BYTE, &bytes);
+  if (source != MPI_PROC_NULL && bytes > 0) {
+    int position = 0;
+    const Layout l = layout_of(dtype, count);
+    const int elements = l.type_size > 0 ? static_cast<int>(bytes / l.type_size) : 0;
+    PMPI_Unpack(scratch.data(), static_cast<int>(bytes), &position, buf, elements, dtype, comm);
+  }
+  if (status != MPI_STATUS_IGNORE) *status = st;
+  return MPI_SUCCESS;
+}

@@ -1,0 +1,24 @@
+// Which communicators mpix handles, decided where they are created.
+#ifndef MPIX_SRC_P2P_COMMS_H
+#define MPIX_SRC_P2P_COMMS_H
+
+#include <mpi.h>
+
+#include "hints.h"
+
+namespace mpix::p2p {
+
+// Called on every new communicator (collectively, by all its members):
+// records its assertions and, when they (or MPIX_INTERCEPT=all) say so,
+// attaches the engine. MPI error code.
+int comm_created(MPI_Comm newcomm, const Hints &hints);
+
+// MPI_Init: MPIX_INTERCEPT=all handles MPI_COMM_WORLD and MPI_COMM_SELF.
+int p2p_start(bool intercept_all);
+// MPI_Finalize: releases requests and detaches every communicator.
+void p2p_stop();
+bool intercept_all();
+
+}  // namespace mpix::p2p
+
+#endif

@@ -1,0 +1,380 @@
+#include "engine.h"
+
+#include <sched.h>
+
+#include <cstring>
+
+#include "datatype.h"
+#include "src/errors.h"
+
+namespace mpix::p2p {
+namespace {
+
+P2PConfig g_config;
+std::mutex g_engine_mutex;
+
+// Handled communicators with landing receives. The strong references keep
+// each alive until detach(), which runs outside completion callbacks.
+std::vector<std::shared_ptr<P2PComm>> &attached() {
+  static std::vector<std::shared_ptr<P2PComm>> v;
+  return v;
+}
+
+match::Key pattern_key(int source, int tag) {
+  return match::Key{source == MPI_ANY_SOURCE ? match::kAnySource : source,
+                    tag == MPI_ANY_TAG ? match::kAnyTag : tag};
+}
+
+// An eager send in flight: owns its copy of header and payload, so the
+// user's request completed when the copy was made.
+struct EagerSend final : progress::Pending {
+  std::unique_ptr<char[]> buffer;
+  void on_complete(const MPI_Status &) override { delete this; }  // NOLINT: self-owned until completion
+};
+
+}  // namespace
+
+const P2PConfig &p2p_config() { return g_config; }
+void p2p_configure(const P2PConfig &c) { g_config = c; }
+
+std::unique_lock<std::mutex> engine_lock() { return std::unique_lock<std::mutex>(g_engine_mutex); }
+
+P2PComm::P2PComm(const Hints &hints) : hints_(hints) {}
+
+// attached() holds every handled communicator until detach(): by the time
+// the last reference goes, nothing is left to tear down.
+P2PComm::~P2PComm() = default;
+
+int P2PComm::attach(MPI_Comm comm, bool wildcards) {
+  int rc = PMPI_Comm_dup(comm, &ctrl_);
+  if (rc == MPI_SUCCESS) rc = PMPI_Comm_dup(comm, &data_);
+  if (rc != MPI_SUCCESS) return rc;
+  // Truncation of a rendezvous receive must come back in its status, not
+  // abort the job: the user's handler decides, at the API boundary.
+  PMPI_Comm_set_errhandler(ctrl_, MPI_ERRORS_RETURN);
+  PMPI_Comm_set_errhandler(data_, MPI_ERRORS_RETURN);
+  PMPI_Comm_rank(comm, &rank_);
+  PMPI_Comm_size(comm, &size_);
+  int *tag_ub = nullptr, flag = 0;
+  PMPI_Comm_get_attr(MPI_COMM_WORLD, MPI_TAG_UB, &tag_ub, &flag);
+  if (flag && tag_ub != nullptr) data_tag_limit_ = *tag_ub;
+  next_data_tag_.assign(static_cast<std::size_t>(size_), 0);
+
+  match::Mode mode = match::Mode::kOrdered;
+  if (wildcards) mode = match::Mode::kOrderedWildcard;
+  else if (hints_.allow_overtaking) mode = match::Mode::kUnordered;
+  matcher_ = std::make_unique<match::Matcher>(mode);
+
+  user_ = comm;
+  handled_ = true;
+  const std::size_t slot_bytes = sizeof(WireHeader) + g_config.eager_limit;
+  for (int i = 0; i < g_config.landing_slots; ++i) {
+    auto slot = std::make_unique<Landing>();
+    slot->comm = this;
+    slot->buffer = std::make_unique<char[]>(slot_bytes);
+    post_landing(slot.get());
+    slots_.push_back(std::move(slot));
+  }
+  attached().push_back(shared_from_this());
+  return MPI_SUCCESS;
+}
+
+void P2PComm::post_landing(Landing *slot) {
+  const int bytes = static_cast<int>(sizeof(WireHeader) + g_config.eager_limit);
+  PMPI_Irecv(slot->buffer.get(), bytes, MPI_BYTE, MPI_ANY_SOURCE, 0, ctrl_, &slot->request);
+  progress::inflight().add(slot->request, slot);
+  posted_order_.push_back(slot);
+}
+
+void P2PComm::Landing::on_complete(const MPI_Status &st) {
+  status = st;
+  done = true;
+  comm->landing_completed();
+}
+
+void P2PComm::landing_completed() {
+  // MPI fills ANY_SOURCE receives in the order they were posted; handling
+  // them in that order keeps each sender's messages in sending order even
+  // when later slots happen to complete first.
+  while (!posted_order_.empty() && posted_order_.front()->done) {
+    Landing *slot = posted_order_.front();
+    posted_order_.pop_front();
+    slot->done = false;
+    on_arrival(slot);
+    if (handled_) post_landing(slot);
+  }
+}
+
+void P2PComm::on_arrival(Landing *slot) {
+  WireHeader h;
+  std::memcpy(&h, slot->buffer.get(), sizeof h);
+  auto m = std::make_unique<Message>();
+  m->source = slot->status.MPI_SOURCE;
+  m->tag = h.tag;
+  m->bytes = h.bytes;
+  m->kind = h.kind;
+  m->data_tag = h.data_tag;
+  m->payload = slot->buffer.get() + sizeof h;
+  const match::ArriveResult res = matcher_->arrive(match::Key{m->source, m->tag},
+                                                    reinterpret_cast<match::Cookie>(m.get()));
+  if (res.matched()) {
+    deliver(reinterpret_cast<Request *>(res.partner), *m);
+    return;
+  }
+  // Unexpected: the landing buffer is about to be reposted, so the payload
+  // moves to memory of its own size (a flood of small messages costs what
+  // they carry, not a landing buffer each).
+  if (m->kind == kEager && m->bytes > 0) {
+    m->owned = std::make_unique<char[]>(m->bytes);
+    std::memcpy(m->owned.get(), m->payload, m->bytes);
+    m->payload = m->owned.get();
+  } else {
+    m->payload = nullptr;
+  }
+  m->comm = weak_from_this();
+  m.release();  // now owned by the matcher's queue, reclaimed by post/take/detach
+}
+
+int P2PComm::check_pattern(int source, int tag) const {
+  const bool region = handled_ && region_open;
+  if (source == MPI_ANY_SOURCE && (hints_.no_any_source || region)) return static_cast<int>(Err::kWildcardSource);
+  if (tag == MPI_ANY_TAG && (hints_.no_any_tag || region)) return static_cast<int>(Err::kWildcardTag);
+  return -1;
+}
+
+std::uint64_t P2PComm::capacity_bytes(const Request *r) const {
+  MPI_Count size = 0;
+  PMPI_Type_size_x(r->dtype, &size);
+  return static_cast<std::uint64_t>(size) * static_cast<std::uint64_t>(r->count);
+}
+
+int P2PComm::start_recv(Request *r) {
+  op_started();
+  r->complete = false;
+  r->st_cancelled = false;
+  const match::PostResult res =
+      matcher_->post(pattern_key(r->peer, r->tag), reinterpret_cast<match::Cookie>(r));
+  if (res.matched()) {
+    std::unique_ptr<Message> m(reinterpret_cast<Message *>(res.partner));
+    deliver(r, *m);
+    return MPI_SUCCESS;
+  }
+  if (res.status != match::Status::kQueued) {
+    op_done();
+    return MPI_ERR_INTERN;
+  }
+  r->queued = true;
+  r->match_handle = res.handle;
+  return MPI_SUCCESS;
+}
+
+void P2PComm::deliver(Request *r, Message &m) {
+  r->queued = false;
+  if (m.kind == kRendezvous) {
+    // The payload waits in the MPI library underneath (its own rendezvous:
+    // no copy here); receiving straight into the user's buffer and type.
+    r->st_source = m.source;
+    r->st_tag = m.tag;
+    MPI_Request inner = MPI_REQUEST_NULL;
+    const int rc = PMPI_Irecv(r->rbuf, r->count, r->dtype, m.source, m.data_tag, data_, &inner);
+    if (rc != MPI_SUCCESS) {
+      r->finish(m.source, m.tag, rc, 0);
+      return;
+    }
+    r->inner_busy = true;
+    progress::inflight().add(inner, r);
+    return;
+  }
+  const std::uint64_t capacity = capacity_bytes(r);
+  const std::uint64_t n = m.bytes < capacity ? m.bytes : capacity;
+  if (n > 0) {
+    const Layout l = layout_of(r->dtype, r->count);
+    if (l.contiguous) {
+      std::memcpy(static_cast<char *>(r->rbuf) + l.true_lb, m.payload, n);
+    } else {
+      int position = 0;
+      const int elements = static_cast<int>(n / static_cast<std::uint64_t>(l.type_size));
+      PMPI_Unpack(m.payload, static_cast<int>(n), &position, r->rbuf, elements, r->dtype, ctrl_);
+    }
+  }
+  r->finish(m.source, m.tag, m.bytes > capacity ? MPI_ERR_TRUNCATE : MPI_SUCCESS, static_cast<MPI_Count>(n));
+}
+
+bool P2PComm::cancel(Request *r) {
+  if (!r->queued || !matcher_->cancel(r->match_handle)) return false;
+  r->queued = false;
+  r->st_cancelled = true;
+  r->finish(MPI_ANY_SOURCE, MPI_ANY_TAG, MPI_SUCCESS, 0);
+  return true;
+}
+
+const Message *P2PComm::probe(int source, int tag) {
+  const match::ProbeResult res = matcher_->probe(pattern_key(source, tag));
+  return res.found ? reinterpret_cast<const Message *>(res.cookie) : nullptr;
+}
+
+std::unique_ptr<Message> P2PComm::take(int source, int tag) {
+  const match::ProbeResult res = matcher_->take(pattern_key(source, tag));
+  return std::unique_ptr<Message>(res.found ? reinterpret_cast<Message *>(res.cookie) : nullptr);
+}
+
+int P2PComm::send(const void *buf, int count, MPI_Datatype dtype, int dest, int tag, SendMode mode,
+                  std::unique_lock<std::mutex> &lock) {
+  return transmit(buf, count, dtype, dest, tag, mode, nullptr, &lock);
+}
+
+int P2PComm::start_send(Request *r) {
+  op_started();
+  r->complete = false;
+  return transmit(r->sbuf, r->count, r->dtype, r->peer, r->tag, r->mode, r, nullptr);
+}
+
+int P2PComm::transmit(const void *buf, int count, MPI_Datatype dtype, int dest, int tag, SendMode mode,
+                      Request *r, std::unique_lock<std::mutex> *lock) {
+  const Layout l = layout_of(dtype, count);
+  const std::uint64_t bytes = static_cast<std::uint64_t>(l.bytes);
+  WireHeader h{tag, kEager, bytes, 0, 0};
+
+  // Synchronous sends always take the rendezvous path: its data send is a
+  // PMPI_Issend, which completes only once our receiver matched it.
+  if (bytes <= g_config.eager_limit && mode != SendMode::kSync) {
+    const std::size_t total = sizeof h + bytes;
+    char *out = nullptr;
+    EagerSend *inflight_send = nullptr;
+    if (r == nullptr && mode != SendMode::kBuffered) {
+      if (send_scratch_.size() < total) send_scratch_.resize(total);
+      out = send_scratch_.data();
+    } else {
+      inflight_send = new EagerSend();  // NOLINT: owned by the inflight set until completion
+      inflight_send->buffer = std::make_unique<char[]>(total);
+      out = inflight_send->buffer.get();
+    }
+    std::memcpy(out, &h, sizeof h);
+    if (bytes > 0) {
+      if (l.contiguous) {
+        std::memcpy(out + sizeof h, static_cast<const char *>(buf) + l.true_lb, bytes);
+      } else {
+        int position = 0;
+        PMPI_Pack(buf, count, dtype, out + sizeof h, static_cast<int>(bytes), &position, ctrl_);
+      }
+    }
+    int rc = MPI_SUCCESS;
+    if (mode == SendMode::kBuffered) {
+      // The application's attached buffer holds it, as MPI_Bsend promises.
+      rc = PMPI_Bsend(out, static_cast<int>(total), MPI_BYTE, dest, 0, ctrl_);
+      delete inflight_send;  // NOLINT
+    } else if (r == nullptr) {
+      rc = PMPI_Send(out, static_cast<int>(total), MPI_BYTE, dest, 0, ctrl_);
+    } else {
+      MPI_Request inner = MPI_REQUEST_NULL;
+      rc = PMPI_Isend(out, static_cast<int>(total), MPI_BYTE, dest, 0, ctrl_, &inner);
+      if (rc == MPI_SUCCESS) progress::inflight().add(inner, inflight_send);
+      else delete inflight_send;  // NOLINT
+    }
+    if (r != nullptr) r->finish(MPI_PROC_NULL, MPI_ANY_TAG, rc, 0);
+    return rc;
+  }
+
+  // Rendezvous: announce, then hand the payload to the MPI library under a
+  // tag unique to this transfer; it stays there (the library's own
+  // rendezvous, no copy) until our receiver matches and posts the receive.
+  std::uint32_t &next = next_data_tag_[static_cast<std::size_t>(dest)];
+  h.kind = kRendezvous;
+  h.data_tag = static_cast<std::int32_t>(next);
+  next = next >= static_cast<std::uint32_t>(data_tag_limit_) ? 0 : next + 1;
+  int rc = mode == SendMode::kBuffered ? PMPI_Bsend(&h, sizeof h, MPI_BYTE, dest, 0, ctrl_)
+                                       : PMPI_Send(&h, sizeof h, MPI_BYTE, dest, 0, ctrl_);
+  if (rc != MPI_SUCCESS) {
+    if (r != nullptr) r->finish(MPI_PROC_NULL, MPI_ANY_TAG, rc, 0);
+    return rc;
+  }
+  MPI_Request inner = MPI_REQUEST_NULL;
+  switch (mode) {
+    case SendMode::kSync: rc = PMPI_Issend(buf, count, dtype, dest, h.data_tag, data_, &inner); break;
+    case SendMode::kBuffered: rc = PMPI_Ibsend(buf, count, dtype, dest, h.data_tag, data_, &inner); break;
+    default: rc = PMPI_Isend(buf, count, dtype, dest, h.data_tag, data_, &inner); break;
+  }
+  if (rc != MPI_SUCCESS) {
+    if (r != nullptr) r->finish(MPI_PROC_NULL, MPI_ANY_TAG, rc, 0);
+    return rc;
+  }
+  if (mode == SendMode::kBuffered) {
+    PMPI_Request_free(&inner);  // the attached buffer owns the copy now
+    if (r != nullptr) r->finish(MPI_PROC_NULL, MPI_ANY_TAG, MPI_SUCCESS, 0);
+    return MPI_SUCCESS;
+  }
+  if (r == nullptr) {
+    MPI_Status st;
+    return wait_underlying(&inner, &st, *lock);
+  }
+  r->inner_busy = true;
+  progress::inflight().add(inner, r);
+  return MPI_SUCCESS;
+}
+
+void P2PComm::detach() {
+  if (!handled_) return;
+  handled_ = false;
+  detach_requested_ = false;
+  for (auto &slot : slots_) progress::inflight().cancel_owned_by(slot.get());
+  slots_.clear();
+  posted_order_.clear();
+  if (matcher_) {
+    match::Drained left = matcher_->drain();
+    // Messages nobody received (erroneous, or cancelled work): reclaim.
+    for (const match::Entry &e : left.unexpected) delete reinterpret_cast<Message *>(e.cookie);  // NOLINT
+  }
+  if (ctrl_ != MPI_COMM_NULL) PMPI_Comm_free(&ctrl_);
+  if (data_ != MPI_COMM_NULL) PMPI_Comm_free(&data_);
+  // Last: this may drop the final reference.
+  auto &v = attached();
+  for (auto it = v.begin(); it != v.end(); ++it)
+    if (it->get() == this) {
+      std::shared_ptr<P2PComm> self = std::move(*it);
+      v.erase(it);
+      return;  // self goes out of scope last
+    }
+}
+
+void P2PComm::release_when_idle() {
+  freed_ = true;
+  if (live_ops_ == 0) detach();
+}
+
+void detach_all() {
+  while (!attached().empty()) attached().back()->detach();
+}
+
+std::shared_ptr<P2PComm> p2p_find(MPI_Comm comm) {
+  return std::dynamic_pointer_cast<P2PComm>(CommTable::find(comm));
+}
+
+int progress_poll() {
+  const int n = progress::inflight().poll();
+  // Freed communicators whose last operation just ended.
+  auto &v = attached();
+  for (std::size_t i = 0; i < v.size();) {
+    if (v[i]->detach_requested()) v[i]->detach();  // erases v[i]
+    else ++i;
+  }
+  return n;
+}
+
+void progress_wait(std::unique_lock<std::mutex> &lock) {
+  if (progress_poll() > 0) return;
+  // Nothing moved: let other threads (and, oversubscribed, other ranks) run.
+  lock.unlock();
+  sched_yield();
+  lock.lock();
+}
+
+int wait_underlying(MPI_Request *req, MPI_Status *status, std::unique_lock<std::mutex> &lock) {
+  for (;;) {
+    int flag = 0;
+    const int rc = PMPI_Test(req, &flag, status);
+    if (rc != MPI_SUCCESS || flag) return rc;
+    progress_wait(lock);
+  }
+}
+
+}  // namespace mpix::p2p

@@ -1,0 +1,180 @@
+// A communicator as mpix's point-to-point layer sees it: the assertions in
+// force and, when mpix carries its traffic ("handled"), the matching engine
+// and the control/data channels over shadow communicators (the pmpi
+// transport of DESIGN.md).
+#ifndef MPIX_SRC_P2P_ENGINE_H
+#define MPIX_SRC_P2P_ENGINE_H
+
+#include <mpi.h>
+
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "hints.h"
+#include "match/matcher.h"
+#include "progress/inflight.h"
+#include "request.h"
+#include "src/comm_table.h"
+
+namespace mpix::p2p {
+
+// Header of every control message. Eager messages carry the payload after
+// it; rendezvous messages announce a payload that follows on the data shadow
+// under data_tag.
+struct WireHeader {
+  std::int32_t tag;
+  std::uint32_t kind;
+  std::uint64_t bytes;
+  std::int32_t data_tag;
+  std::uint32_t reserved;
+};
+static_assert(sizeof(WireHeader) == 24, "wire header layout");
+
+enum WireKind : std::uint32_t { kEager = 1, kRendezvous = 2 };
+
+// An arrived envelope that no receive has taken yet (or taken by Mprobe).
+struct Message {
+  int source = 0;
+  int tag = 0;
+  std::uint64_t bytes = 0;
+  std::uint32_t kind = kEager;
+  int data_tag = 0;
+  const char *payload = nullptr;  // eager: the bytes, in `owned` or a landing buffer
+  std::unique_ptr<char[]> owned;
+  std::weak_ptr<class P2PComm> comm;  // for Mrecv of a message taken by Mprobe
+};
+
+class P2PComm final : public CommState, public std::enable_shared_from_this<P2PComm> {
+ public:
+  // A communicator whose assertions are only recorded (MPI_Comm_set_info):
+  // the MPI library keeps matching it.
+  explicit P2PComm(const Hints &hints);
+  ~P2PComm() override;
+
+  // Makes comm handled: shadow communicators (collective over comm) and
+  // landing receives. wildcards: whether receives may use them at all.
+  int attach(MPI_Comm comm, bool wildcards);
+
+  const Hints &hints() const { return hints_; }
+  void add_hints(const Hints &h) { hints_ = hints_.merged(h); }
+  bool handled() const { return handled_; }
+  MPI_Comm user() const { return user_; }
+  int rank() const { return rank_; }
+  int size() const { return size_; }
+
+  bool region_open = false;
+
+  // Errors a receive/probe pattern raises on this communicator (wildcards
+  // asserted away or inside a region), as an Err index; -1 when fine.
+  int check_pattern(int source, int tag) const;
+
+  // ---- sends (handled communicators) ----
+  // Blocking: returns when the send buffer may be reused (and, for kSync,
+  // when the receive started). MPI error code.
+  int send(const void *buf, int count, MPI_Datatype dtype, int dest, int tag, SendMode mode,
+           std::unique_lock<std::mutex> &lock);
+  // Starts r (kind kSend, fields filled).
+  int start_send(Request *r);
+
+  // ---- receives ----
+  // Starts r (kind kRecv): matches it against arrived messages or queues it.
+  int start_recv(Request *r);
+  // Completes r with message m (taken out of the matcher).
+  void deliver(Request *r, Message &m);
+  bool cancel(Request *r);
+
+  // ---- probes ----
+  // The oldest matching arrived message, left in place; nullptr if none.
+  const Message *probe(int source, int tag);
+  // Removes and returns it (MPI_Mprobe).
+  std::unique_ptr<Message> take(int source, int tag);
+
+  // Requests of this communicator still running (free/disconnect wait).
+  int live_ops() const { return live_ops_; }
+  void op_started() { ++live_ops_; }
+  // The last operation of a freed communicator ends inside a completion
+  // callback; the teardown waits for the next progress() (see detach()).
+  void op_done() {
+    if (--live_ops_ == 0 && freed_) detach_requested_ = true;
+  }
+  bool detach_requested() const { return detach_requested_; }
+
+  // Called when an in-order landing receive completed.
+  void landing_completed();
+
+  // Cancels landing receives and frees the shadow communicators. Never from
+  // a completion callback: the landing receives being torn down may be the
+  // ones whose callbacks are running.
+  void detach();
+  // MPI_Comm_free: detach now, or once the last running operation ends.
+  void release_when_idle();
+
+ private:
+  struct Landing : progress::Pending {
+    P2PComm *comm = nullptr;
+    std::unique_ptr<char[]> buffer;
+    MPI_Request request = MPI_REQUEST_NULL;
+    MPI_Status status{};
+    bool done = false;
+    void on_complete(const MPI_Status &st) override;
+  };
+
+  void post_landing(Landing *slot);
+  void on_arrival(Landing *slot);
+  std::uint64_t capacity_bytes(const Request *r) const;
+  // Eager or rendezvous send; r == nullptr for blocking sends (lock given).
+  int transmit(const void *buf, int count, MPI_Datatype dtype, int dest, int tag, SendMode mode, Request *r,
+               std::unique_lock<std::mutex> *lock);
+
+  Hints hints_;
+  bool handled_ = false;
+  MPI_Comm user_ = MPI_COMM_NULL;
+  MPI_Comm ctrl_ = MPI_COMM_NULL;
+  MPI_Comm data_ = MPI_COMM_NULL;
+  int rank_ = 0;
+  int size_ = 0;
+  std::unique_ptr<match::Matcher> matcher_;
+  std::vector<std::unique_ptr<Landing>> slots_;
+  std::deque<Landing *> posted_order_;  // landing receives in posting order
+  std::vector<std::uint32_t> next_data_tag_;
+  int data_tag_limit_ = 32767;
+  int live_ops_ = 0;
+  bool freed_ = false;
+  bool detach_requested_ = false;
+  std::vector<char> send_scratch_;
+};
+
+// Detaches every handled communicator (MPI_Finalize).
+void detach_all();
+
+// The p2p state of comm (handled or with recorded assertions), or nullptr.
+std::shared_ptr<P2PComm> p2p_find(MPI_Comm comm);
+
+// Drives every handled communicator once: polls underlying transfers and
+// landing receives. Returns the number of events handled.
+int progress_poll();
+// progress() plus, when nothing happened, a pause with the engine lock
+// released (other threads progress; oversubscribed cores get a turn).
+void progress_wait(std::unique_lock<std::mutex> &lock);
+
+// Serialises the point-to-point engine (MPI_THREAD_MULTIPLE programs call
+// it from many threads). Never held while user code (error handlers) runs.
+std::unique_lock<std::mutex> engine_lock();
+
+// Waits for an underlying PMPI request while progressing the engine.
+int wait_underlying(MPI_Request *req, MPI_Status *status, std::unique_lock<std::mutex> &lock);
+
+// Tunables, read at MPI_Init.
+struct P2PConfig {
+  std::size_t eager_limit = 16384;
+  int landing_slots = 16;
+};
+const P2PConfig &p2p_config();
+void p2p_configure(const P2PConfig &c);
+
+}  // namespace mpix::p2p
+
+#endif

@@ -1,0 +1,29 @@
+// The MPI-4 info assertions mpix acts on, read from and written to MPI_Info.
+#ifndef MPIX_SRC_P2P_HINTS_H
+#define MPIX_SRC_P2P_HINTS_H
+
+#include <mpi.h>
+
+namespace mpix::p2p {
+
+struct Hints {
+  bool no_any_source = false;    // mpi_assert_no_any_source
+  bool no_any_tag = false;       // mpi_assert_no_any_tag
+  bool allow_overtaking = false; // mpi_assert_allow_overtaking
+
+  bool any() const { return no_any_source || no_any_tag || allow_overtaking; }
+  bool no_wildcards() const { return no_any_source && no_any_tag; }
+  Hints merged(const Hints &o) const {
+    return {no_any_source || o.no_any_source, no_any_tag || o.no_any_tag, allow_overtaking || o.allow_overtaking};
+  }
+};
+
+// Assertions set to "true" in info (MPI_INFO_NULL: none).
+Hints hints_from_info(MPI_Info info);
+
+// Adds the assertions in force to info as "true".
+void hints_to_info(const Hints &h, MPI_Info info);
+
+}  // namespace mpix::p2p
+
+#endif

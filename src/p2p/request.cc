@@ -1,0 +1,149 @@
+#include "request.h"
+
+#include <cstring>
+#include <unordered_map>
+#include <vector>
+
+#include "engine.h"
+#include "src/comm_table.h"
+
+namespace mpix::p2p {
+namespace {
+
+int noop_query(void *, MPI_Status *status) {
+  status_empty(status);
+  return MPI_SUCCESS;
+}
+int noop_free(void *) { return MPI_SUCCESS; }
+int noop_cancel(void *, int) { return MPI_SUCCESS; }
+
+template <class Handle>
+std::uintptr_t handle_key(Handle h) {
+  std::uintptr_t k = 0;
+  static_assert(sizeof(Handle) <= sizeof k, "handle fits");
+  std::memcpy(&k, &h, sizeof h);
+  return k;
+}
+
+struct Table {
+  std::unordered_map<std::uintptr_t, std::unique_ptr<Request>> live;
+  std::vector<MPI_Request> free_handles;
+  std::vector<MPI_Request> all_handles;
+};
+
+Table &table() {
+  static Table t;
+  return t;
+}
+
+std::atomic<int> g_live{0};
+
+MPI_Request new_handle() {
+  Table &t = table();
+  if (!t.free_handles.empty()) {
+    MPI_Request h = t.free_handles.back();
+    t.free_handles.pop_back();
+    return h;
+  }
+  MPI_Request h = MPI_REQUEST_NULL;
+  PMPI_Grequest_start(noop_query, noop_free, noop_cancel, nullptr, &h);
+  t.all_handles.push_back(h);
+  return h;
+}
+
+}  // namespace
+
+Request::~Request() {
+  if (dtype_owned) PMPI_Type_free(&dtype);
+}
+
+void Request::finish(int source, int tag_, int error, MPI_Count bytes) {
+  st_source = source;
+  st_tag = tag_;
+  st_error = error;
+  st_bytes = bytes;
+  complete = true;
+  queued = false;
+  if (comm) comm->op_done();
+  // MPI_Request_free'd while active: nobody will wait for it; this was the
+  // last use.
+  if (user_freed && !inner_busy) request_release(this);
+}
+
+void Request::on_complete(const MPI_Status &status) {
+  inner_busy = false;
+  if (kind == ReqKind::kRecv) {
+    // Rendezvous data landed in the user's buffer; truncation comes back as
+    // the underlying status error.
+    int error = status.MPI_ERROR;
+    MPI_Count bytes = 0;
+    PMPI_Get_elements_x(&status, MPI_BYTE, &bytes);
+    if (bytes == MPI_UNDEFINED) bytes = 0;
+    finish(st_source, st_tag, error, bytes);
+  } else {
+    finish(MPI_PROC_NULL, MPI_ANY_TAG, status.MPI_ERROR, 0);
+  }
+  // finish() may have destroyed this (a freed request): touch nothing here.
+}
+
+void Request::write_status(MPI_Status *status) const {
+  if (status == MPI_STATUS_IGNORE) return;
+  status_fill(status, st_source, st_tag, st_error, st_bytes, st_cancelled);
+}
+
+Request *request_create(ReqKind kind) {
+  auto r = std::make_unique<Request>();
+  r->kind = kind;
+  r->handle = new_handle();
+  Request *raw = r.get();
+  table().live.emplace(handle_key(raw->handle), std::move(r));
+  g_live.fetch_add(1, std::memory_order_relaxed);
+  return raw;
+}
+
+Request *request_lookup(MPI_Request handle) {
+  if (handle == MPI_REQUEST_NULL || g_live.load(std::memory_order_relaxed) == 0) return nullptr;
+  Table &t = table();
+  auto it = t.live.find(handle_key(handle));
+  return it == t.live.end() ? nullptr : it->second.get();
+}
+
+void request_release(Request *r) {
+  Table &t = table();
+  auto it = t.live.find(handle_key(r->handle));
+  if (it == t.live.end()) return;
+  std::unique_ptr<Request> owned = std::move(it->second);
+  t.live.erase(it);
+  g_live.fetch_sub(1, std::memory_order_relaxed);
+  // Callers release only requests with no transfer in flight: an underlying
+  // completion would otherwise call into freed memory.
+  t.free_handles.push_back(r->handle);
+  r->handle = MPI_REQUEST_NULL;
+}
+
+int request_live() { return g_live.load(std::memory_order_relaxed); }
+
+void request_finalize() {
+  Table &t = table();
+  t.live.clear();
+  g_live.store(0, std::memory_order_relaxed);
+  for (MPI_Request h : t.all_handles) {
+    PMPI_Grequest_complete(h);
+    PMPI_Request_free(&h);
+  }
+  t.all_handles.clear();
+  t.free_handles.clear();
+}
+
+void status_fill(MPI_Status *st, int source, int tag, int error, MPI_Count bytes, bool cancelled) {
+  if (st == MPI_STATUS_IGNORE) return;
+  st->MPI_SOURCE = source;
+  st->MPI_TAG = tag;
+  st->MPI_ERROR = error;
+  PMPI_Status_set_elements_x(st, MPI_BYTE, bytes);
+  PMPI_Status_set_cancelled(st, cancelled ? 1 : 0);
+}
+
+void status_empty(MPI_Status *st) { status_fill(st, MPI_ANY_SOURCE, MPI_ANY_TAG, MPI_SUCCESS, 0, false); }
+
+}  // namespace mpix::p2p

@@ -1,0 +1,81 @@
+// Requests of operations on handled communicators.
+//
+// The handle the application holds is a generalized request that mpix keeps
+// open for its whole life (a pool, reused), so it is a valid MPI_Request that
+// can never collide with one the MPI library hands out; every Wait/Test/
+// Cancel/Request_free/Start variant recognises it and acts on the Request
+// behind it, and passes everything else to PMPI.
+#ifndef MPIX_SRC_P2P_REQUEST_H
+#define MPIX_SRC_P2P_REQUEST_H
+
+#include <mpi.h>
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+
+#include "match/matcher_types.h"
+#include "progress/inflight.h"
+
+namespace mpix::p2p {
+
+class P2PComm;
+
+enum class ReqKind : std::uint8_t { kSend, kRecv };
+enum class SendMode : std::uint8_t { kStandard, kSync, kBuffered, kReady };
+
+class Request final : public progress::Pending {
+ public:
+  MPI_Request handle = MPI_REQUEST_NULL;
+  ReqKind kind = ReqKind::kRecv;
+  SendMode mode = SendMode::kStandard;
+  bool persistent = false;
+  bool active = false;      // started and not yet returned by Wait/Test
+  bool complete = false;    // the operation finished; status below is final
+  bool user_freed = false;  // MPI_Request_free while active: reclaim at completion
+  bool inner_busy = false;  // an underlying PMPI request still refers to us
+  bool queued = false;      // a receive waiting in the matcher (cancellable)
+
+  std::shared_ptr<P2PComm> comm;
+  const void *sbuf = nullptr;
+  void *rbuf = nullptr;
+  int count = 0;
+  MPI_Datatype dtype = MPI_DATATYPE_NULL;
+  bool dtype_owned = false;  // we hold a dup of a derived type
+  int peer = MPI_PROC_NULL;  // dest or source (may be MPI_ANY_SOURCE)
+  int tag = 0;
+  match::RecvHandle match_handle;
+
+  // Final status fields.
+  int st_source = MPI_ANY_SOURCE;
+  int st_tag = MPI_ANY_TAG;
+  int st_error = MPI_SUCCESS;
+  MPI_Count st_bytes = 0;
+  bool st_cancelled = false;
+
+  ~Request() override;
+  // An underlying transfer for this request completed.
+  void on_complete(const MPI_Status &status) override;
+  void finish(int source, int tag, int error, MPI_Count bytes);
+  void write_status(MPI_Status *status) const;
+};
+
+// Creates a request with a pooled handle; owned by the table.
+Request *request_create(ReqKind kind);
+// The request behind handle, or nullptr for handles of the MPI library.
+Request *request_lookup(MPI_Request handle);
+// Returns the handle to the pool and destroys the request (now, or when its
+// underlying transfer completes).
+void request_release(Request *r);
+// Number of live mpix requests (0: every Wait/Test goes straight to PMPI).
+int request_live();
+// Completes and frees every pooled generalized request (MPI_Finalize).
+void request_finalize();
+
+// Statuses: MPI_Status_set_elements/cancelled so that MPI_Get_count works.
+void status_fill(MPI_Status *st, int source, int tag, int error, MPI_Count bytes, bool cancelled);
+void status_empty(MPI_Status *st);
+
+}  // namespace mpix::p2p
+
+#endif

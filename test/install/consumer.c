@@ -1,0 +1,17 @@
+/* A program that uses mpix the way an outside project would: through the
+ * installed header and library, found by pkg-config or CMake. */
+#include <mpix.h>
+#include <stdio.h>
+
+int main(int argc, char **argv) {
+  MPI_Init(&argc, &argv);
+  int major = 0, minor = 0, patch = 0, flag = 1, rank = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  int ok = MPIX_Query_version(&major, &minor, &patch) == MPI_SUCCESS && major == MPIX_VERSION_MAJOR &&
+           minor == MPIX_VERSION_MINOR && MPIX_Comm_is_handled(MPI_COMM_WORLD, &flag) == MPI_SUCCESS;
+  int all = 0;
+  MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_LAND, MPI_COMM_WORLD);
+  if (rank == 0) printf(all ? " No Errors\n" : " Found errors\n");
+  MPI_Finalize();
+  return !all;
+}
