@@ -17,6 +17,9 @@ const ConfigVar kVars[] = {
      "largest message (bytes) sent eagerly with its envelope; larger ones use rendezvous"},
     {"MPIX_LANDING_SLOTS", "16",
      "pre-posted landing receives per handled communicator (each MPIX_EAGER_LIMIT bytes)"},
+    {"MPIX_UNEXPECTED_LIMIT", "67108864",
+     "unexpected eager bytes held per communicator before new messages are left in the MPI library's queue "
+     "(back-pressure; a waiting receive always pulls more)"},
 };
 
 template <class T>
@@ -59,6 +62,10 @@ Config config_from_env(char *errors, int errors_len) {
   }
   if (const char *v = std::getenv("MPIX_LANDING_SLOTS")) {
     if (!parse_int(v, 1, 4096, &c.landing_slots)) append(errors, errors_len, "MPIX_LANDING_SLOTS", v, "1 .. 4096");
+  }
+  if (const char *v = std::getenv("MPIX_UNEXPECTED_LIMIT")) {
+    if (!parse_int(v, 0, 1L << 40, &c.unexpected_limit))
+      append(errors, errors_len, "MPIX_UNEXPECTED_LIMIT", v, "0 .. 2^40");
   }
   return c;
 }

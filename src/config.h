@@ -12,6 +12,7 @@ struct Config {
   bool intercept_all = false;      // MPIX_INTERCEPT
   long eager_limit = 16384;        // MPIX_EAGER_LIMIT
   int landing_slots = 16;          // MPIX_LANDING_SLOTS
+  long unexpected_limit = 64L << 20;  // MPIX_UNEXPECTED_LIMIT
 };
 
 struct ConfigVar {

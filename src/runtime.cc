@@ -64,6 +64,7 @@ int runtime_start(int thread_provided) {
   p2p::P2PConfig p2p_config;
   p2p_config.eager_limit = static_cast<std::size_t>(g_runtime.config.eager_limit);
   p2p_config.landing_slots = g_runtime.config.landing_slots;
+  p2p_config.unexpected_limit = static_cast<std::size_t>(g_runtime.config.unexpected_limit);
   p2p::p2p_configure(p2p_config);
   rc = p2p::p2p_start(g_runtime.config.intercept_all);
   if (rc != MPI_SUCCESS) return rc;

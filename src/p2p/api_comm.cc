@@ -99,6 +99,7 @@ MPIX_INTERCEPT int MPI_Comm_idup(MPI_Comm comm, MPI_Comm *newcomm, MPI_Request *
   return idup_handled(comm, MPI_INFO_NULL, h, newcomm, request);
 }
 
+#if MPI_VERSION >= 4
 MPIX_INTERCEPT int MPI_Comm_idup_with_info(MPI_Comm comm, MPI_Info info, MPI_Comm *newcomm, MPI_Request *request) {
   const Hints h = hints_from_info(info);
   if (!will_handle(h)) return PMPI_Comm_idup_with_info(comm, info, newcomm, request);
@@ -114,6 +115,7 @@ MPIX_INTERCEPT int MPI_Comm_create_from_group(MPI_Group group, const char *strin
   return after(PMPI_Comm_create_from_group(group, stringtag, info, errhandler, newcomm), newcomm,
                hints_from_info(info));
 }
+#endif  // MPI_VERSION >= 4
 
 // Constructors without an info argument matter only under MPIX_INTERCEPT=all.
 MPIX_INTERCEPT int MPI_Comm_split(MPI_Comm comm, int color, int key, MPI_Comm *newcomm) {

@@ -57,7 +57,7 @@ struct Split {
 
 bool ours_done(const Split &s) {
   for (const Request *r : s.ours)
-    if (r && !inactive(r) && !r->complete) return false;
+    if (r && !inactive(r) && !r->done()) return false;
   return true;
 }
 
@@ -106,7 +106,7 @@ MPIX_INTERCEPT int MPI_Wait(MPI_Request *request, MPI_Status *status) {
     status_empty(status);
     return MPI_SUCCESS;
   }
-  while (!r->complete) progress_wait(lock);
+  while (!r->done()) progress_wait(lock);
   const MPI_Comm comm = error_comm(r);
   const int rc = conclude(r, request, status);
   lock.unlock();
@@ -126,9 +126,9 @@ MPIX_INTERCEPT int MPI_Test(MPI_Request *request, int *flag, MPI_Status *status)
     status_empty(status);
     return MPI_SUCCESS;
   }
-  if (!r->complete) progress_poll();
-  *flag = r->complete;
-  if (!r->complete) return MPI_SUCCESS;
+  if (!r->done()) progress_poll();
+  *flag = r->done();
+  if (!*flag) return MPI_SUCCESS;
   const MPI_Comm comm = error_comm(r);
   const int rc = conclude(r, request, status);
   lock.unlock();
@@ -198,7 +198,7 @@ int any_pass(Split &s, int count, MPI_Request reqs[], int *index, MPI_Status *st
     Request *r = s.ours[static_cast<std::size_t>(i)];
     if (!r || inactive(r)) continue;
     active = true;
-    if (r->complete) {
+    if (r->done()) {
       *found = true;
       *index = i;
       return conclude(r, &reqs[i], status);
@@ -244,7 +244,7 @@ MPIX_INTERCEPT int MPI_Waitany(int count, MPI_Request reqs[], int *index, MPI_St
     Request *completing = nullptr;
     for (int i = 0; i < count && !completing; ++i) {
       Request *r = s.ours[static_cast<std::size_t>(i)];
-      if (r && !inactive(r) && r->complete) completing = r;
+      if (r && !inactive(r) && r->done()) completing = r;
     }
     const MPI_Comm comm = completing ? error_comm(completing) : MPI_COMM_WORLD;
     const int rc = any_pass(s, count, reqs, index, status, &found);
@@ -282,7 +282,7 @@ int some_pass(Split &s, int count, MPI_Request reqs[], int *outcount, int indice
     Request *r = s.ours[static_cast<std::size_t>(i)];
     if (!r || inactive(r)) continue;
     active = true;
-    if (!r->complete) continue;
+    if (!r->done()) continue;
     if (conclude(r, &reqs[i], status_at(statuses, n)) != MPI_SUCCESS) any_error = true;
     indices[n++] = i;
   }
@@ -354,9 +354,9 @@ MPIX_INTERCEPT int MPI_Request_get_status(MPI_Request request, int *flag, MPI_St
     status_empty(status);
     return MPI_SUCCESS;
   }
-  if (!r->complete) progress_poll();
-  *flag = r->complete;
-  if (r->complete) r->write_status(status);
+  if (!r->done()) progress_poll();
+  *flag = r->done();
+  if (*flag) r->write_status(status);
   return MPI_SUCCESS;
 }
 
@@ -369,6 +369,9 @@ MPIX_INTERCEPT int MPI_Request_free(MPI_Request *request) {
     return PMPI_Request_free(request);
   }
   *request = MPI_REQUEST_NULL;
+  // A send/receive pair (MPI_Isendrecv) is reclaimed as one: finish it here.
+  if (r->companion)
+    while (r->active && !r->done()) progress_wait(lock);
   // An operation still running finishes on its own and is reclaimed then.
   if (r->active && !r->complete) {
     r->user_freed = true;

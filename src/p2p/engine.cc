@@ -101,8 +101,22 @@ void P2PComm::landing_completed() {
     posted_order_.pop_front();
     slot->done = false;
     on_arrival(slot);
-    if (handled_) post_landing(slot);
+    if (!handled_) continue;
+    // Back-pressure: with too much unexpected data and nobody waiting, new
+    // messages stay in the MPI library's queue (and its flow control).
+    if (unexpected_bytes_ > g_config.unexpected_limit && receives_waiting_ == 0) parked_.push_back(slot);
+    else post_landing(slot);
   }
+}
+
+void P2PComm::unpark() {
+  for (Landing *slot : parked_) post_landing(slot);
+  parked_.clear();
+}
+
+void P2PComm::unexpected_consumed(const Message &m) {
+  unexpected_bytes_ -= sizeof(Message) + (m.owned ? m.bytes : 0);
+  if (!parked_.empty() && unexpected_bytes_ <= g_config.unexpected_limit / 2) unpark();
 }
 
 void P2PComm::on_arrival(Landing *slot) {
@@ -118,6 +132,7 @@ void P2PComm::on_arrival(Landing *slot) {
   const match::ArriveResult res = matcher_->arrive(match::Key{m->source, m->tag},
                                                     reinterpret_cast<match::Cookie>(m.get()));
   if (res.matched()) {
+    --receives_waiting_;
     deliver(reinterpret_cast<Request *>(res.partner), *m);
     return;
   }
@@ -132,6 +147,7 @@ void P2PComm::on_arrival(Landing *slot) {
     m->payload = nullptr;
   }
   m->comm = weak_from_this();
+  unexpected_bytes_ += sizeof(Message) + (m->owned ? m->bytes : 0);
   m.release();  // now owned by the matcher's queue, reclaimed by post/take/detach
 }
 
@@ -156,6 +172,7 @@ int P2PComm::start_recv(Request *r) {
       matcher_->post(pattern_key(r->peer, r->tag), reinterpret_cast<match::Cookie>(r));
   if (res.matched()) {
     std::unique_ptr<Message> m(reinterpret_cast<Message *>(res.partner));
+    unexpected_consumed(*m);
     deliver(r, *m);
     return MPI_SUCCESS;
   }
@@ -165,6 +182,9 @@ int P2PComm::start_recv(Request *r) {
   }
   r->queued = true;
   r->match_handle = res.handle;
+  ++receives_waiting_;
+  // A receive that cannot match yet needs messages to keep coming in.
+  if (!parked_.empty()) unpark();
   return MPI_SUCCESS;
 }
 
@@ -202,6 +222,7 @@ void P2PComm::deliver(Request *r, Message &m) {
 
 bool P2PComm::cancel(Request *r) {
   if (!r->queued || !matcher_->cancel(r->match_handle)) return false;
+  --receives_waiting_;
   r->queued = false;
   r->st_cancelled = true;
   r->finish(MPI_ANY_SOURCE, MPI_ANY_TAG, MPI_SUCCESS, 0);
@@ -215,7 +236,9 @@ const Message *P2PComm::probe(int source, int tag) {
 
 std::unique_ptr<Message> P2PComm::take(int source, int tag) {
   const match::ProbeResult res = matcher_->take(pattern_key(source, tag));
-  return std::unique_ptr<Message>(res.found ? reinterpret_cast<Message *>(res.cookie) : nullptr);
+  std::unique_ptr<Message> m(res.found ? reinterpret_cast<Message *>(res.cookie) : nullptr);
+  if (m) unexpected_consumed(*m);
+  return m;
 }
 
 int P2PComm::send(const void *buf, int count, MPI_Datatype dtype, int dest, int tag, SendMode mode,
@@ -319,6 +342,7 @@ void P2PComm::detach() {
   for (auto &slot : slots_) progress::inflight().cancel_owned_by(slot.get());
   slots_.clear();
   posted_order_.clear();
+  parked_.clear();
   if (matcher_) {
     match::Drained left = matcher_->drain();
     // Messages nobody received (erroneous, or cancelled work): reclaim.

@@ -123,6 +123,8 @@ class P2PComm final : public CommState, public std::enable_shared_from_this<P2PC
   };
 
   void post_landing(Landing *slot);
+  void unexpected_consumed(const Message &m);
+  void unpark();
   void on_arrival(Landing *slot);
   std::uint64_t capacity_bytes(const Request *r) const;
   // Eager or rendezvous send; r == nullptr for blocking sends (lock given).
@@ -139,6 +141,9 @@ class P2PComm final : public CommState, public std::enable_shared_from_this<P2PC
   std::unique_ptr<match::Matcher> matcher_;
   std::vector<std::unique_ptr<Landing>> slots_;
   std::deque<Landing *> posted_order_;  // landing receives in posting order
+  std::vector<Landing *> parked_;       // not reposted: back-pressure
+  std::size_t unexpected_bytes_ = 0;
+  std::size_t receives_waiting_ = 0;    // posted receives queued in the matcher
   std::vector<std::uint32_t> next_data_tag_;
   int data_tag_limit_ = 32767;
   int live_ops_ = 0;
@@ -171,6 +176,10 @@ int wait_underlying(MPI_Request *req, MPI_Status *status, std::unique_lock<std::
 struct P2PConfig {
   std::size_t eager_limit = 16384;
   int landing_slots = 16;
+  // Unexpected eager bytes mpix holds before it stops pulling messages out of
+  // the MPI library underneath (whose own flow control then applies), unless
+  // a posted receive is still waiting for one.
+  std::size_t unexpected_limit = std::size_t{64} << 20;
 };
 const P2PConfig &p2p_config();
 void p2p_configure(const P2PConfig &c);

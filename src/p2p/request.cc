@@ -110,6 +110,10 @@ Request *request_lookup(MPI_Request handle) {
 
 void request_release(Request *r) {
   Table &t = table();
+  if (r->companion) {
+    request_release(r->companion);
+    r->companion = nullptr;
+  }
   auto it = t.live.find(handle_key(r->handle));
   if (it == t.live.end()) return;
   std::unique_ptr<Request> owned = std::move(it->second);

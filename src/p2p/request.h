@@ -45,6 +45,8 @@ class Request final : public progress::Pending {
   int peer = MPI_PROC_NULL;  // dest or source (may be MPI_ANY_SOURCE)
   int tag = 0;
   match::RecvHandle match_handle;
+  // MPI_Isendrecv: the send half, completed and released together with us.
+  Request *companion = nullptr;
 
   // Final status fields.
   int st_source = MPI_ANY_SOURCE;
@@ -57,6 +59,8 @@ class Request final : public progress::Pending {
   // An underlying transfer for this request completed.
   void on_complete(const MPI_Status &status) override;
   void finish(int source, int tag, int error, MPI_Count bytes);
+  // Complete, with the companion (if any) complete too.
+  bool done() const { return complete && (companion == nullptr || companion->complete); }
   void write_status(MPI_Status *status) const;
 };
 

@@ -1,0 +1,167 @@
+// MPI-4 additions on handled communicators: MPI_Isendrecv(_replace) and the
+// large-count (_c) variants of point-to-point calls. Counts that fit an int
+// take the int path; larger ones are MPI_ERR_COUNT on handled
+// communicators (the engine's transfers are int-counted).
+#include <climits>
+
+#include "api_common.h"
+#include "src/visibility.h"
+
+using namespace mpix;
+using namespace mpix::p2p;
+
+#if MPI_VERSION >= 4
+
+MPIX_INTERCEPT int MPI_Isendrecv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, int dest, int sendtag,
+                                 void *recvbuf, int recvcount, MPI_Datatype recvtype, int source, int recvtag,
+                                 MPI_Comm comm, MPI_Request *request) {
+  auto c = lookup(comm);
+  if (!c || !c->handled())
+    return PMPI_Isendrecv(sendbuf, sendcount, sendtype, dest, sendtag, recvbuf, recvcount, recvtype, source,
+                          recvtag, comm, request);
+  if (int rc = check_pattern(comm, *c, source, recvtag, "MPI_Isendrecv")) return rc;
+  if (int cls = check_recv_args(*c, recvbuf, recvcount, recvtype, source, recvtag)) return raise_class(comm, cls);
+  if (int cls = check_send_args(*c, sendbuf, sendcount, sendtype, dest, sendtag)) return raise_class(comm, cls);
+  auto lock = engine_lock();
+  Request *r = request_create(ReqKind::kRecv);
+  init_request(r, c, nullptr, recvbuf, recvcount, recvtype, source, recvtag);
+  Request *s = request_create(ReqKind::kSend);
+  init_request(s, c, sendbuf, nullptr, sendcount, sendtype, dest, sendtag);
+  r->companion = s;
+  r->active = s->active = true;
+  *request = r->handle;
+  int rc = MPI_SUCCESS;
+  if (source == MPI_PROC_NULL) {
+    c->op_started();
+    r->finish(MPI_PROC_NULL, MPI_ANY_TAG, MPI_SUCCESS, 0);
+  } else {
+    rc = c->start_recv(r);
+  }
+  if (dest == MPI_PROC_NULL) {
+    c->op_started();
+    s->finish(MPI_PROC_NULL, MPI_ANY_TAG, MPI_SUCCESS, 0);
+  } else if (rc == MPI_SUCCESS) {
+    rc = c->start_send(s);
+  }
+  lock.unlock();
+  return rc == MPI_SUCCESS ? rc : raise_class(comm, rc);
+}
+
+MPIX_INTERCEPT int MPI_Isendrecv_replace(void *buf, int count, MPI_Datatype dtype, int dest, int sendtag,
+                                         int source, int recvtag, MPI_Comm comm, MPI_Request *request) {
+  auto c = lookup(comm);
+  if (!c || !c->handled())
+    return PMPI_Isendrecv_replace(buf, count, dtype, dest, sendtag, source, recvtag, comm, request);
+  // Done at once (a blocking exchange, deadlock-free between the pair) and
+  // returned as a complete request: the replace needs the whole message
+  // before the send buffer may be overwritten.
+  MPI_Status st;
+  const int rc = MPI_Sendrecv_replace(buf, count, dtype, dest, sendtag, source, recvtag, comm, &st);
+  if (rc != MPI_SUCCESS) return rc;
+  auto lock = engine_lock();
+  Request *r = request_create(ReqKind::kRecv);
+  r->comm = c;
+  r->active = true;
+  c->op_started();
+  MPI_Count bytes = 0;
+  PMPI_Get_elements_x(&st, MPI_BYTE, &bytes);
+  r->finish(st.MPI_SOURCE, st.MPI_TAG, MPI_SUCCESS, bytes);
+  *request = r->handle;
+  return MPI_SUCCESS;
+}
+
+namespace {
+
+bool fits(MPI_Count n) { return n >= 0 && n <= INT_MAX; }
+
+}  // namespace
+
+// Large-count variants: handled communicators only take the int path.
+#define MPIX_LARGE_SEND(NAME, SMALL)                                                                     \
+  MPIX_INTERCEPT int NAME(const void *buf, MPI_Count count, MPI_Datatype dtype, int dest, int tag,      \
+                          MPI_Comm comm) {                                                             \
+    auto c = lookup(comm);                                                                             \
+    if (!c || !c->handled()) return P##NAME(buf, count, dtype, dest, tag, comm);                       \
+    if (!fits(count)) return raise_class(comm, MPI_ERR_COUNT);                                         \
+    return SMALL(buf, static_cast<int>(count), dtype, dest, tag, comm);                                \
+  }
+#define MPIX_LARGE_ISEND(NAME, SMALL)                                                                    \
+  MPIX_INTERCEPT int NAME(const void *buf, MPI_Count count, MPI_Datatype dtype, int dest, int tag,      \
+                          MPI_Comm comm, MPI_Request *request) {                                       \
+    auto c = lookup(comm);                                                                             \
+    if (!c || !c->handled()) return P##NAME(buf, count, dtype, dest, tag, comm, request);              \
+    if (!fits(count)) return raise_class(comm, MPI_ERR_COUNT);                                         \
+    return SMALL(buf, static_cast<int>(count), dtype, dest, tag, comm, request);                       \
+  }
+
+MPIX_LARGE_SEND(MPI_Send_c, MPI_Send)
+MPIX_LARGE_SEND(MPI_Ssend_c, MPI_Ssend)
+MPIX_LARGE_SEND(MPI_Bsend_c, MPI_Bsend)
+MPIX_LARGE_SEND(MPI_Rsend_c, MPI_Rsend)
+MPIX_LARGE_ISEND(MPI_Isend_c, MPI_Isend)
+MPIX_LARGE_ISEND(MPI_Issend_c, MPI_Issend)
+MPIX_LARGE_ISEND(MPI_Ibsend_c, MPI_Ibsend)
+MPIX_LARGE_ISEND(MPI_Irsend_c, MPI_Irsend)
+MPIX_LARGE_ISEND(MPI_Send_init_c, MPI_Send_init)
+MPIX_LARGE_ISEND(MPI_Ssend_init_c, MPI_Ssend_init)
+MPIX_LARGE_ISEND(MPI_Bsend_init_c, MPI_Bsend_init)
+MPIX_LARGE_ISEND(MPI_Rsend_init_c, MPI_Rsend_init)
+
+MPIX_INTERCEPT int MPI_Recv_c(void *buf, MPI_Count count, MPI_Datatype dtype, int source, int tag, MPI_Comm comm,
+                              MPI_Status *status) {
+  auto c = lookup(comm);
+  if (!c || !c->handled()) return PMPI_Recv_c(buf, count, dtype, source, tag, comm, status);
+  if (!fits(count)) return raise_class(comm, MPI_ERR_COUNT);
+  return MPI_Recv(buf, static_cast<int>(count), dtype, source, tag, comm, status);
+}
+
+MPIX_INTERCEPT int MPI_Irecv_c(void *buf, MPI_Count count, MPI_Datatype dtype, int source, int tag, MPI_Comm comm,
+                               MPI_Request *request) {
+  auto c = lookup(comm);
+  if (!c || !c->handled()) return PMPI_Irecv_c(buf, count, dtype, source, tag, comm, request);
+  if (!fits(count)) return raise_class(comm, MPI_ERR_COUNT);
+  return MPI_Irecv(buf, static_cast<int>(count), dtype, source, tag, comm, request);
+}
+
+MPIX_INTERCEPT int MPI_Recv_init_c(void *buf, MPI_Count count, MPI_Datatype dtype, int source, int tag,
+                                   MPI_Comm comm, MPI_Request *request) {
+  auto c = lookup(comm);
+  if (!c || !c->handled()) return PMPI_Recv_init_c(buf, count, dtype, source, tag, comm, request);
+  if (!fits(count)) return raise_class(comm, MPI_ERR_COUNT);
+  return MPI_Recv_init(buf, static_cast<int>(count), dtype, source, tag, comm, request);
+}
+
+MPIX_INTERCEPT int MPI_Sendrecv_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, int dest,
+                                  int sendtag, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype,
+                                  int source, int recvtag, MPI_Comm comm, MPI_Status *status) {
+  auto c = lookup(comm);
+  if (!c || !c->handled())
+    return PMPI_Sendrecv_c(sendbuf, sendcount, sendtype, dest, sendtag, recvbuf, recvcount, recvtype, source,
+                           recvtag, comm, status);
+  if (!fits(sendcount) || !fits(recvcount)) return raise_class(comm, MPI_ERR_COUNT);
+  return MPI_Sendrecv(sendbuf, static_cast<int>(sendcount), sendtype, dest, sendtag, recvbuf,
+                      static_cast<int>(recvcount), recvtype, source, recvtag, comm, status);
+}
+
+MPIX_INTERCEPT int MPI_Sendrecv_replace_c(void *buf, MPI_Count count, MPI_Datatype dtype, int dest, int sendtag,
+                                          int source, int recvtag, MPI_Comm comm, MPI_Status *status) {
+  auto c = lookup(comm);
+  if (!c || !c->handled())
+    return PMPI_Sendrecv_replace_c(buf, count, dtype, dest, sendtag, source, recvtag, comm, status);
+  if (!fits(count)) return raise_class(comm, MPI_ERR_COUNT);
+  return MPI_Sendrecv_replace(buf, static_cast<int>(count), dtype, dest, sendtag, source, recvtag, comm, status);
+}
+
+MPIX_INTERCEPT int MPI_Mrecv_c(void *buf, MPI_Count count, MPI_Datatype dtype, MPI_Message *message,
+                               MPI_Status *status) {
+  if (fits(count)) return MPI_Mrecv(buf, static_cast<int>(count), dtype, message, status);
+  return PMPI_Mrecv_c(buf, count, dtype, message, status);
+}
+
+MPIX_INTERCEPT int MPI_Imrecv_c(void *buf, MPI_Count count, MPI_Datatype dtype, MPI_Message *message,
+                                MPI_Request *request) {
+  if (fits(count)) return MPI_Imrecv(buf, static_cast<int>(count), dtype, message, request);
+  return PMPI_Imrecv_c(buf, count, dtype, message, request);
+}
+
+#endif  // MPI_VERSION >= 4

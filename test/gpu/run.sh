@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# Everything mpix runs on the GPU machine, in one call of the device tool:
+# unpack MPICH (Debian .debs carried in .gpu-debs/), build mpix with CUDA,
+# run `make check` (GPU tests included, nothing skipped for want of a GPU),
+# compute-sanitizer over the GPU tests, and leave logs under $OUT.
+#
+#   device run, carry: configure Makefile.in aclocal.m4 config.h.in build-aux config .gpu-debs
+#   command: bash test/gpu/run.sh
+#
+# The generated build files are carried because the GPU machine has no
+# libtool; run ./autogen.sh here first.
+set -u
+OUT=${OUT:-$PWD/gpu-out}
+mkdir -p "$OUT"
+log() { echo "== $*"; }
+# Never NVLink multicast on shared machines (device README).
+export NCCL_NVLS_ENABLE=0 NVSHMEM_DISABLE_NVLS=1 TORCH_SYMM_MEM_DISABLE_MULTICAST=1
+
+log "machine"
+{ nvidia-smi; nvidia-smi topo -m; nvcc --version; uname -a; nproc; } >"$OUT/machine.txt" 2>&1
+head -n 20 "$OUT/machine.txt"
+
+log "MPICH from .gpu-debs"
+MP=/opt/mp
+mkdir -p $MP && for f in .gpu-debs/*.deb; do dpkg -x "$f" $MP; done
+export PATH=$MP/usr/bin:$PATH
+export LD_LIBRARY_PATH=$MP/usr/lib/x86_64-linux-gnu:$MP/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+MPIEXEC=$MP/usr/bin/mpiexec.hydra
+
+log "configure + build"
+[ -x configure ] || ./autogen.sh
+gtest=--without-gtest
+[ -f /usr/include/gtest/gtest.h ] && gtest=
+./configure --with-cuda $gtest MPIEXEC="$MPIEXEC" \
+  MPI_CPPFLAGS="-isystem $MP/usr/include/x86_64-linux-gnu/mpich" \
+  MPI_LIBS="-L$MP/usr/lib/x86_64-linux-gnu -Wl,-rpath,$MP/usr/lib/x86_64-linux-gnu -lmpich" \
+  >"$OUT/configure.log" 2>&1 || { tail -n 30 "$OUT/configure.log"; exit 1; }
+tail -n 9 "$OUT/configure.log"
+make -j"$(nproc)" >"$OUT/build.log" 2>&1 || { tail -n 40 "$OUT/build.log"; exit 1; }
+
+log "make check"
+MPIX_TEST_LOGDIR="$OUT/test-logs" make check 2>&1 | tee "$OUT/check.log" | grep -E '^(PASS|FAIL|SKIP)|passed'
+check_rc=${PIPESTATUS[0]}
+
+log "compute-sanitizer (memcheck) over the GPU tests"
+san_fail=0
+if command -v compute-sanitizer >/dev/null; then
+  for t in $(sed -n 's/^\([a-z_0-9]*\) .*/\1/p' test/gpu/testlist | sort -u); do
+    if compute-sanitizer --tool memcheck --error-exitcode 9 "test/gpu/$t" >"$OUT/sanitizer-$t.log" 2>&1; then
+      echo "memcheck clean: $t"
+    else
+      echo "memcheck FAILED: $t (see sanitizer-$t.log)"; san_fail=1
+    fi
+  done
+else
+  echo "compute-sanitizer not found"
+fi
+(cd "$OUT" && tar czf test-logs.tgz test-logs && rm -rf test-logs)
+[ "$check_rc" = 0 ] && [ $san_fail = 0 ]
