@@ -6,6 +6,7 @@
 #include "mpix.h"
 #include "src/comm_table.h"
 #include "src/errors.h"
+#include "src/p2p/comms.h"
 #include "src/runtime.h"
 
 int MPIX_Query_version(int *major, int *minor, int *patch) {
@@ -35,6 +36,8 @@ int MPIX_Comm_is_handled(MPI_Comm comm, int *flag) {
   if (!mpix::runtime_active()) return mpix::raise_error(comm, mpix::Err::kNotInitialized, __func__);
   if (comm == MPI_COMM_NULL) return mpix::raise_error(comm, mpix::Err::kInvalidComm, __func__);
   if (flag == nullptr) return mpix::raise_error(comm, mpix::Err::kInvalidArg, __func__);
-  *flag = mpix::CommTable::find(comm) != nullptr;
+  // A table entry may only record assertions (MPI_Comm_set_info on a
+  // communicator mpix does not carry); handled means its traffic is ours.
+  *flag = mpix::p2p::comm_is_handled(comm);
   return MPI_SUCCESS;
 }

@@ -27,15 +27,23 @@ inline int raise_class(MPI_Comm comm, int cls) {
 
 int tag_ub();
 
+// A NULL buffer is MPI_BOTTOM: legal with a derived datatype holding absolute
+// addresses, and with an empty type; an error only for a predefined,
+// non-empty type (as MPICH checks it).
+inline bool null_buffer_allowed(MPI_Datatype dtype) {
+  int nints = 0, naddrs = 0, ntypes = 0, combiner = MPI_COMBINER_NAMED;
+  PMPI_Type_get_envelope(dtype, &nints, &naddrs, &ntypes, &combiner);
+  if (combiner != MPI_COMBINER_NAMED) return true;
+  MPI_Count size = 0;
+  PMPI_Type_size_x(dtype, &size);
+  return size == 0;
+}
+
 // MPI_SUCCESS or the class MPI would raise for these send arguments.
 inline int check_send_args(const P2PComm &c, const void *buf, int count, MPI_Datatype dtype, int dest, int tag) {
   if (count < 0) return MPI_ERR_COUNT;
   if (dtype == MPI_DATATYPE_NULL) return MPI_ERR_TYPE;
-  if (buf == nullptr && count > 0) {
-    MPI_Count size = 0;
-    PMPI_Type_size_x(dtype, &size);
-    if (size > 0) return MPI_ERR_BUFFER;
-  }
+  if (buf == nullptr && count > 0 && !null_buffer_allowed(dtype)) return MPI_ERR_BUFFER;
   if (dest != MPI_PROC_NULL && (dest < 0 || dest >= c.size())) return MPI_ERR_RANK;
   if (tag < 0 || tag > tag_ub()) return MPI_ERR_TAG;
   return MPI_SUCCESS;
@@ -44,11 +52,7 @@ inline int check_send_args(const P2PComm &c, const void *buf, int count, MPI_Dat
 inline int check_recv_args(const P2PComm &c, const void *buf, int count, MPI_Datatype dtype, int source, int tag) {
   if (count < 0) return MPI_ERR_COUNT;
   if (dtype == MPI_DATATYPE_NULL) return MPI_ERR_TYPE;
-  if (buf == nullptr && count > 0) {
-    MPI_Count size = 0;
-    PMPI_Type_size_x(dtype, &size);
-    if (size > 0) return MPI_ERR_BUFFER;
-  }
+  if (buf == nullptr && count > 0 && !null_buffer_allowed(dtype)) return MPI_ERR_BUFFER;
   if (source != MPI_PROC_NULL && source != MPI_ANY_SOURCE && (source < 0 || source >= c.size())) return MPI_ERR_RANK;
   if (tag != MPI_ANY_TAG && (tag < 0 || tag > tag_ub())) return MPI_ERR_TAG;
   return MPI_SUCCESS;

@@ -16,10 +16,11 @@ MPIX_INTERCEPT int MPI_Isendrecv(const void *sendbuf, int sendcount, MPI_Datatyp
                                  void *recvbuf, int recvcount, MPI_Datatype recvtype, int source, int recvtag,
                                  MPI_Comm comm, MPI_Request *request) {
   auto c = lookup(comm);
+  if (c)
+    if (int rc = check_pattern(comm, *c, source, recvtag, "MPI_Isendrecv")) return rc;
   if (!c || !c->handled())
     return PMPI_Isendrecv(sendbuf, sendcount, sendtype, dest, sendtag, recvbuf, recvcount, recvtype, source,
                           recvtag, comm, request);
-  if (int rc = check_pattern(comm, *c, source, recvtag, "MPI_Isendrecv")) return rc;
   if (int cls = check_recv_args(*c, recvbuf, recvcount, recvtype, source, recvtag)) return raise_class(comm, cls);
   if (int cls = check_send_args(*c, sendbuf, sendcount, sendtype, dest, sendtag)) return raise_class(comm, cls);
   auto lock = engine_lock();
@@ -50,6 +51,8 @@ MPIX_INTERCEPT int MPI_Isendrecv(const void *sendbuf, int sendcount, MPI_Datatyp
 MPIX_INTERCEPT int MPI_Isendrecv_replace(void *buf, int count, MPI_Datatype dtype, int dest, int sendtag,
                                          int source, int recvtag, MPI_Comm comm, MPI_Request *request) {
   auto c = lookup(comm);
+  if (c)
+    if (int rc = check_pattern(comm, *c, source, recvtag, "MPI_Isendrecv_replace")) return rc;
   if (!c || !c->handled())
     return PMPI_Isendrecv_replace(buf, count, dtype, dest, sendtag, source, recvtag, comm, request);
   // Done at once (a blocking exchange, deadlock-free between the pair) and

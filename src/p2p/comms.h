@@ -18,6 +18,8 @@ int p2p_start(bool intercept_all);
 // MPI_Finalize: releases requests and detaches every communicator.
 void p2p_stop();
 bool intercept_all();
+// Whether mpix carries comm's point-to-point traffic.
+bool comm_is_handled(MPI_Comm comm);
 
 }  // namespace mpix::p2p
 

@@ -13,6 +13,26 @@ struct Layout {
   bool contiguous = false;  // count elements are one block of `bytes` at buf + true_lb
 };
 
+// Whether one element of type is its predefined elements back to back in
+// typemap order. A true extent equal to the size is not enough: a struct
+// may list its blocks in another order than memory holds them.
+inline bool dense_in_order(MPI_Datatype type) {
+  int ni = 0, na = 0, nd = 0, combiner = MPI_COMBINER_NAMED;
+  PMPI_Type_get_envelope(type, &ni, &na, &nd, &combiner);
+  if (combiner == MPI_COMBINER_NAMED) return true;
+  if ((combiner != MPI_COMBINER_CONTIGUOUS && combiner != MPI_COMBINER_DUP) || nd != 1 || ni > 1 || na != 0)
+    return false;
+  int ints[1] = {0};
+  MPI_Aint addrs[1] = {0};
+  MPI_Datatype inner = MPI_DATATYPE_NULL;
+  PMPI_Type_get_contents(type, ni, na, nd, ints, addrs, &inner);
+  const bool dense = dense_in_order(inner);
+  int inner_combiner = MPI_COMBINER_NAMED;
+  PMPI_Type_get_envelope(inner, &ni, &na, &nd, &inner_combiner);
+  if (inner_combiner != MPI_COMBINER_NAMED) PMPI_Type_free(&inner);
+  return dense;
+}
+
 inline Layout layout_of(MPI_Datatype type, MPI_Count count) {
   Layout l;
   PMPI_Type_size_x(type, &l.type_size);
@@ -23,7 +43,8 @@ inline Layout layout_of(MPI_Datatype type, MPI_Count count) {
   l.true_lb = static_cast<MPI_Aint>(true_lb);
   // One element is dense when its true extent is its size; count elements
   // stay dense when the stride (extent) adds no gap either.
-  l.contiguous = true_extent == l.type_size && (count <= 1 || extent == l.type_size);
+  l.contiguous =
+      true_extent == l.type_size && (count <= 1 || extent == l.type_size) && dense_in_order(type);
   return l;
 }
 
@@ -34,6 +55,11 @@ inline bool is_derived(MPI_Datatype type) {
   PMPI_Type_get_envelope(type, &ni, &na, &nd, &combiner);
   return combiner != MPI_COMBINER_NAMED;
 }
+
+// MPI_Pack/MPI_Unpack of count elements at buf (NULL: MPI_BOTTOM) to or
+// from a packed byte buffer; MPI error code.
+int pack_bytes(const void *buf, int count, MPI_Datatype dtype, void *out, int out_bytes, MPI_Comm comm);
+int unpack_bytes(const void *in, int in_bytes, void *buf, int count, MPI_Datatype dtype, MPI_Comm comm);
 
 }  // namespace mpix::p2p
 

@@ -1,4 +1,5 @@
 #include "engine.h"
+#include "comms.h"
 
 #include <sched.h>
 
@@ -207,17 +208,18 @@ void P2PComm::deliver(Request *r, Message &m) {
   }
   const std::uint64_t capacity = capacity_bytes(r);
   const std::uint64_t n = m.bytes < capacity ? m.bytes : capacity;
+  int rc = m.bytes > capacity ? MPI_ERR_TRUNCATE : MPI_SUCCESS;
   if (n > 0) {
     const Layout l = layout_of(r->dtype, r->count);
     if (l.contiguous) {
       std::memcpy(static_cast<char *>(r->rbuf) + l.true_lb, m.payload, n);
     } else {
-      int position = 0;
       const int elements = static_cast<int>(n / static_cast<std::uint64_t>(l.type_size));
-      PMPI_Unpack(m.payload, static_cast<int>(n), &position, r->rbuf, elements, r->dtype, ctrl_);
+      const int unpacked = unpack_bytes(m.payload, static_cast<int>(n), r->rbuf, elements, r->dtype, ctrl_);
+      if (unpacked != MPI_SUCCESS) rc = unpacked;
     }
   }
-  r->finish(m.source, m.tag, m.bytes > capacity ? MPI_ERR_TRUNCATE : MPI_SUCCESS, static_cast<MPI_Count>(n));
+  r->finish(m.source, m.tag, rc, static_cast<MPI_Count>(n));
 }
 
 bool P2PComm::cancel(Request *r) {
@@ -263,12 +265,12 @@ int P2PComm::transmit(const void *buf, int count, MPI_Datatype dtype, int dest, 
   if (bytes <= g_config.eager_limit && mode != SendMode::kSync) {
     const std::size_t total = sizeof h + bytes;
     char *out = nullptr;
-    EagerSend *inflight_send = nullptr;
+    std::unique_ptr<EagerSend> inflight_send;
     if (r == nullptr && mode != SendMode::kBuffered) {
       if (send_scratch_.size() < total) send_scratch_.resize(total);
       out = send_scratch_.data();
     } else {
-      inflight_send = new EagerSend();  // NOLINT: owned by the inflight set until completion
+      inflight_send = std::make_unique<EagerSend>();
       inflight_send->buffer = std::make_unique<char[]>(total);
       out = inflight_send->buffer.get();
     }
@@ -277,22 +279,24 @@ int P2PComm::transmit(const void *buf, int count, MPI_Datatype dtype, int dest, 
       if (l.contiguous) {
         std::memcpy(out + sizeof h, static_cast<const char *>(buf) + l.true_lb, bytes);
       } else {
-        int position = 0;
-        PMPI_Pack(buf, count, dtype, out + sizeof h, static_cast<int>(bytes), &position, ctrl_);
+        const int packed = pack_bytes(buf, count, dtype, out + sizeof h, static_cast<int>(bytes), ctrl_);
+        if (packed != MPI_SUCCESS) {
+          if (r != nullptr) r->finish(MPI_PROC_NULL, MPI_ANY_TAG, packed, 0);
+          return packed;
+        }
       }
     }
     int rc = MPI_SUCCESS;
     if (mode == SendMode::kBuffered) {
       // The application's attached buffer holds it, as MPI_Bsend promises.
       rc = PMPI_Bsend(out, static_cast<int>(total), MPI_BYTE, dest, 0, ctrl_);
-      delete inflight_send;  // NOLINT
     } else if (r == nullptr) {
       rc = PMPI_Send(out, static_cast<int>(total), MPI_BYTE, dest, 0, ctrl_);
     } else {
       MPI_Request inner = MPI_REQUEST_NULL;
       rc = PMPI_Isend(out, static_cast<int>(total), MPI_BYTE, dest, 0, ctrl_, &inner);
-      if (rc == MPI_SUCCESS) progress::inflight().add(inner, inflight_send);
-      else delete inflight_send;  // NOLINT
+      // The inflight set owns it from here; it frees itself on completion.
+      if (rc == MPI_SUCCESS) progress::inflight().add(inner, inflight_send.release());
     }
     if (r != nullptr) r->finish(MPI_PROC_NULL, MPI_ANY_TAG, rc, 0);
     return rc;
@@ -371,6 +375,11 @@ void detach_all() {
 
 std::shared_ptr<P2PComm> p2p_find(MPI_Comm comm) {
   return std::dynamic_pointer_cast<P2PComm>(CommTable::find(comm));
+}
+
+bool comm_is_handled(MPI_Comm comm) {
+  auto c = p2p_find(comm);
+  return c && c->handled();
 }
 
 int progress_poll() {

@@ -1,0 +1,323 @@
+/*
+ * bench_pingpong: point-to-point latency and bandwidth on a no-wildcard
+ * communicator (MPI_Comm_dup_with_info with mpi_assert_no_any_source=true,
+ * mpi_assert_no_any_tag=true), 2 ranks.
+ *
+ * For each message size (powers of two from -m to -M, default 1 B .. 16 MiB):
+ *   latency:   ping-pong with MPI_Send/MPI_Recv, `iters` round trips after
+ *              `iters/10` warm-up round trips; half round-trip time in us,
+ *              median over `-r` repeats (and pingpong MB/s = size / latency);
+ *   bandwidth: streaming, osu_bw style: rank 0 MPI_Isends a window of W
+ *              messages, rank 1 has W MPI_Irecvs (distinct buffers) posted,
+ *              then returns a 0-byte ack; W = 64 for small messages, fewer
+ *              for large ones (W * size <= 64 MiB, W >= 2); MB/s (10^6 B/s),
+ *              median over the repeats.
+ * The warm-up of each size checks the received contents; the last line
+ * reports it (exit status 4 on errors).
+ * Iteration counts shrink with the size so that a repeat moves about -b
+ * bytes (default 64 MiB) each way; see the CSV for the exact counts.
+ *
+ * The binary is a plain MPI program; run it natively and with
+ * LD_PRELOAD=libmpix.so (MPIX functions are looked up with dlsym).
+ *
+ * Usage: mpiexec -n 2 ./bench_pingpong [options]
+ *   -m MIN   smallest size in bytes (default 1)
+ *   -M MAX   largest size in bytes (default 16777216)
+ *   -r R     repeats per size (default 5, median reported)
+ *   -i N     most round trips per repeat (default 10000; small sizes use it)
+ *   -b B     bytes per repeat and direction that set the iteration count of
+ *            larger sizes (default 67108864)
+ *   -w       control: plain MPI_Comm_dup, no assertions
+ *   -x       use MPIX_Comm_dup_nowildcard when the running library has it
+ *   -o FILE  write CSV to FILE
+ *   -l LABEL label in the CSV (default: native or mpix)
+ */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <mpi.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#if defined(__GNUC__) && !defined(__clang__) && __GNUC__ >= 11
+#pragma GCC diagnostic ignored "-Wstringop-overflow" /* MPI_STATUSES_IGNORE */
+#endif
+
+#define CHECK(call)                                                          \
+    do {                                                                     \
+        int rc_ = (call);                                                    \
+        if (rc_ != MPI_SUCCESS) {                                            \
+            char s_[MPI_MAX_ERROR_STRING];                                   \
+            int l_ = 0;                                                      \
+            MPI_Error_string(rc_, s_, &l_);                                  \
+            fprintf(stderr, "%s:%d: %s failed: %s\n", __FILE__, __LINE__,    \
+                    #call, s_);                                              \
+            MPI_Abort(MPI_COMM_WORLD, 1);                                    \
+        }                                                                    \
+    } while (0)
+
+typedef int (*comm_flag_fn)(MPI_Comm, int *);
+typedef int (*comm_dup_fn)(MPI_Comm, MPI_Comm *);
+typedef int (*version_fn)(char *, int *);
+
+static void mpix_describe(MPI_Comm comm, char *out, size_t len)
+{
+    version_fn ver = (version_fn)dlsym(RTLD_DEFAULT, "MPIX_Get_library_version");
+    comm_flag_fn handled = (comm_flag_fn)dlsym(RTLD_DEFAULT, "MPIX_Comm_is_handled");
+    if (!ver) {
+        snprintf(out, len, "mpix: not loaded (native MPI)");
+        return;
+    }
+    char v[1024] = "";
+    int vl = 0;
+    ver(v, &vl);
+    char *nl = strchr(v, '\n');
+    if (nl)
+        *nl = '\0';
+    const char *h = "unknown";
+    int flag = 0;
+    if (handled && handled(comm, &flag) == MPI_SUCCESS)
+        h = flag ? "yes" : "no (passes through)";
+    snprintf(out, len, "mpix: %.200s; benchmark communicator handled by mpix: %s", v, h);
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static double median(double *v, int n)
+{
+    qsort(v, n, sizeof *v, cmp_double);
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+static void *xalloc(size_t n)
+{
+    void *p = NULL;
+    if (posix_memalign(&p, 4096, n ? n : 1))
+        MPI_Abort(MPI_COMM_WORLD, 2);
+    memset(p, 1, n); /* touch the pages outside the timed loops */
+    return p;
+}
+
+enum { TAG_PING = 1, TAG_PONG = 2, TAG_DATA = 3, TAG_ACK = 4 };
+
+/* round trips; returns seconds on rank 0 */
+static double pingpong(MPI_Comm comm, int rank, char *sbuf, char *rbuf, int size, long iters)
+{
+    CHECK(MPI_Barrier(comm));
+    double t0 = MPI_Wtime();
+    for (long i = 0; i < iters; i++) {
+        if (rank == 0) {
+            CHECK(MPI_Send(sbuf, size, MPI_BYTE, 1, TAG_PING, comm));
+            CHECK(MPI_Recv(rbuf, size, MPI_BYTE, 1, TAG_PONG, comm, MPI_STATUS_IGNORE));
+        } else {
+            CHECK(MPI_Recv(rbuf, size, MPI_BYTE, 0, TAG_PING, comm, MPI_STATUS_IGNORE));
+            CHECK(MPI_Send(sbuf, size, MPI_BYTE, 0, TAG_PONG, comm));
+        }
+    }
+    return MPI_Wtime() - t0;
+}
+
+/* windows of w messages, each acknowledged; returns seconds on rank 0 */
+static double stream(MPI_Comm comm, int rank, char *sbuf, char *rbuf, int size, int w,
+                     long loops, MPI_Request *reqs)
+{
+    CHECK(MPI_Barrier(comm));
+    double t0 = MPI_Wtime();
+    for (long l = 0; l < loops; l++) {
+        if (rank == 0) {
+            for (int k = 0; k < w; k++)
+                CHECK(MPI_Isend(sbuf, size, MPI_BYTE, 1, TAG_DATA, comm, &reqs[k]));
+            CHECK(MPI_Waitall(w, reqs, MPI_STATUSES_IGNORE));
+            CHECK(MPI_Recv(NULL, 0, MPI_BYTE, 1, TAG_ACK, comm, MPI_STATUS_IGNORE));
+        } else {
+            for (int k = 0; k < w; k++)
+                CHECK(MPI_Irecv(rbuf + (size_t)k * size, size, MPI_BYTE, 0, TAG_DATA, comm,
+                                &reqs[k]));
+            CHECK(MPI_Waitall(w, reqs, MPI_STATUSES_IGNORE));
+            CHECK(MPI_Send(NULL, 0, MPI_BYTE, 0, TAG_ACK, comm));
+        }
+    }
+    return MPI_Wtime() - t0;
+}
+
+static void fill(char *buf, long n, long size)
+{
+    for (long i = 0; i < n; i++)
+        buf[i] = (char)((i * 7 + size) & 0xff);
+}
+
+/* compare k received messages of `size` bytes with the pattern */
+static long check(const char *buf, int k, long size)
+{
+    long bad = 0;
+    for (int j = 0; j < k; j++)
+        for (long i = 0; i < size; i++)
+            if (buf[(size_t)j * size + i] != (char)((i * 7 + size) & 0xff)) {
+                bad++;
+                break;
+            }
+    return bad;
+}
+
+static long clampl(long v, long lo, long hi)
+{
+    return v < lo ? lo : v > hi ? hi : v;
+}
+
+int main(int argc, char **argv)
+{
+    long smin = 1, smax = 16L << 20, maxit = 10000, budget = 64L << 20;
+    int reps = 5, plain = 0, use_mpix_dup = 0;
+    const char *csv = NULL, *label = NULL;
+    const long WBYTES = 64L << 20; /* receive window bytes */
+    const int WMAX = 64;
+
+    MPI_Init(&argc, &argv);
+    int rank, nranks;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &nranks);
+
+    int opt, bad = 0;
+    while ((opt = getopt(argc, argv, "m:M:r:i:b:wxo:l:h")) != -1) {
+        switch (opt) {
+        case 'm': smin = atol(optarg); break;
+        case 'M': smax = atol(optarg); break;
+        case 'r': reps = atoi(optarg); break;
+        case 'i': maxit = atol(optarg); break;
+        case 'b': budget = atol(optarg); break;
+        case 'w': plain = 1; break;
+        case 'x': use_mpix_dup = 1; break;
+        case 'o': csv = optarg; break;
+        case 'l': label = optarg; break;
+        default: bad = 1;
+        }
+    }
+    if (bad || nranks != 2 || smin < 1 || smax < smin || smax > (1L << 30) || reps < 1 ||
+        maxit < 1 || budget < 1) {
+        if (rank == 0)
+            fprintf(stderr,
+                    "usage: mpiexec -n 2 %s [-m MIN] [-M MAX] [-r R] [-i N] [-b B] [-w] [-x] "
+                    "[-o CSV] [-l LABEL]\n",
+                    argv[0]);
+        MPI_Finalize();
+        return 1;
+    }
+    if (!label)
+        label = dlsym(RTLD_DEFAULT, "MPIX_Get_library_version") ? "mpix" : "native";
+
+    MPI_Comm comm;
+    const char *how;
+    comm_dup_fn mpix_dup = (comm_dup_fn)dlsym(RTLD_DEFAULT, "MPIX_Comm_dup_nowildcard");
+    if (plain) {
+        CHECK(MPI_Comm_dup(MPI_COMM_WORLD, &comm));
+        how = "MPI_Comm_dup (no assertions: control)";
+    } else if (use_mpix_dup && mpix_dup) {
+        CHECK(mpix_dup(MPI_COMM_WORLD, &comm));
+        how = "MPIX_Comm_dup_nowildcard";
+    } else {
+        MPI_Info info;
+        MPI_Info_create(&info);
+        MPI_Info_set(info, "mpi_assert_no_any_source", "true");
+        MPI_Info_set(info, "mpi_assert_no_any_tag", "true");
+        CHECK(MPI_Comm_dup_with_info(MPI_COMM_WORLD, info, &comm));
+        MPI_Info_free(&info);
+        how = "MPI_Comm_dup_with_info(mpi_assert_no_any_source, mpi_assert_no_any_tag)";
+    }
+    char desc[512];
+    mpix_describe(comm, desc, sizeof desc);
+
+    size_t rbytes = 0;
+    for (long s = smin; s <= smax; s *= 2) {
+        size_t need = (size_t)s * (size_t)clampl(WBYTES / s, 2, WMAX);
+        if (need > rbytes)
+            rbytes = need;
+    }
+    char *sbuf = xalloc((size_t)smax);
+    char *rbuf = xalloc(rbytes);
+    MPI_Request reqs[WMAX];
+    double *lat = malloc(sizeof(double) * reps), *bw = malloc(sizeof(double) * reps);
+
+    long errors = 0; /* payload check of the warm-up round trips/windows */
+    FILE *out = NULL;
+    if (rank == 0) {
+        char lib[MPI_MAX_LIBRARY_VERSION_STRING];
+        int ll;
+        MPI_Get_library_version(lib, &ll);
+        char *nl = strchr(lib, '\n');
+        if (nl)
+            *nl = '\0';
+        printf("# bench_pingpong: 2 ranks; latency = half round trip (MPI_Send/MPI_Recv), "
+               "bandwidth = streaming window (MPI_Isend/MPI_Irecv); medians of %d repeats\n",
+               reps);
+        printf("# MPI: %s\n# %s\n# communicator: %s\n# MB/s = 10^6 bytes/s; MPI_Wtick = %g s\n",
+               lib, desc, how, MPI_Wtick());
+        printf("%10s  %8s  %12s  %12s  %4s  %12s\n", "bytes", "iters", "latency_us",
+               "pingpong_MB/s", "win", "stream_MB/s");
+        fflush(stdout);
+        if (csv) {
+            out = fopen(csv, "w");
+            if (!out) {
+                perror(csv);
+                MPI_Abort(MPI_COMM_WORLD, 3);
+            }
+            fprintf(out, "label,size_B,iters,lat_us_median,lat_us_min,lat_us_max,pp_MBps,"
+                         "bw_window,bw_loops,bw_MBps_median,bw_MBps_max\n");
+        }
+    }
+
+    for (long s = smin; s <= smax; s *= 2) {
+        int size = (int)s;
+        long iters = clampl(budget / s, 10, maxit);
+        int w = (int)clampl(WBYTES / s, 2, WMAX);
+        long loops = clampl(budget / (s * w), 5, maxit / w > 5 ? maxit / w : 5);
+
+        fill(sbuf, s, s);
+        memset(rbuf, 0, (size_t)s * w);
+        pingpong(comm, rank, sbuf, rbuf, size, iters / 10 > 2 ? iters / 10 : 2); /* warm-up */
+        errors += check(rbuf, 1, s);
+        for (int r = 0; r < reps; r++)
+            lat[r] = pingpong(comm, rank, sbuf, rbuf, size, iters) / (2.0 * iters) * 1e6;
+        memset(rbuf, 0, (size_t)s * w);
+        stream(comm, rank, sbuf, rbuf, size, w, 1, reqs); /* warm-up */
+        if (rank == 1)
+            errors += check(rbuf, w, s);
+        for (int r = 0; r < reps; r++)
+            bw[r] = (double)s * w * loops / stream(comm, rank, sbuf, rbuf, size, w, loops, reqs) /
+                    1e6;
+
+        if (rank == 0) {
+            double lmed = median(lat, reps), lmin = lat[0], lmax = lat[reps - 1];
+            double bmed = median(bw, reps), bmax = bw[reps - 1];
+            double pp = (double)s / lmed; /* bytes/us = MB/s */
+            printf("%10ld  %8ld  %12.3f  %12.1f  %4d  %12.1f\n", s, iters, lmed, pp, w, bmed);
+            fflush(stdout);
+            if (out)
+                fprintf(out, "%s,%ld,%ld,%.6f,%.6f,%.6f,%.3f,%d,%ld,%.3f,%.3f\n", label, s, iters,
+                        lmed, lmin, lmax, pp, w, loops, bmed, bmax);
+        }
+    }
+    long all_errors = 0;
+    MPI_Allreduce(&errors, &all_errors, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
+    if (rank == 0) {
+        if (all_errors)
+            printf("# payload check: %ld messages received with wrong contents\n", all_errors);
+        else
+            printf("# payload check: ok\n");
+    }
+    if (out)
+        fclose(out);
+
+    free(lat);
+    free(bw);
+    free(sbuf);
+    free(rbuf);
+    MPI_Comm_free(&comm);
+    MPI_Finalize();
+    return all_errors ? 4 : 0;
+}

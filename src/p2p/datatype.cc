@@ -1,0 +1,52 @@
+#include "datatype.h"
+
+#include <cstdint>
+
+namespace mpix::p2p {
+
+namespace {
+
+// MPICH 4.0.2's MPI_Pack/MPI_Unpack reject a NULL buffer even with a
+// datatype of absolute addresses (MPI_BOTTOM), which MPI allows. The same
+// data is then described as count elements at a displacement of -kAnchor
+// from the non-NULL address kAnchor, which lands on the same bytes.
+constexpr MPI_Aint kAnchor = 4096;
+
+class BottomView {
+ public:
+  BottomView(MPI_Datatype dtype, int count) {
+    int len = count;
+    MPI_Aint disp = -kAnchor;
+    if (PMPI_Type_create_hindexed(1, &len, &disp, dtype, &type_) == MPI_SUCCESS) PMPI_Type_commit(&type_);
+  }
+  ~BottomView() {
+    if (type_ != MPI_DATATYPE_NULL) PMPI_Type_free(&type_);
+  }
+  BottomView(const BottomView &) = delete;
+  BottomView &operator=(const BottomView &) = delete;
+  MPI_Datatype type() const { return type_; }
+  static void *base() { return reinterpret_cast<void *>(static_cast<std::uintptr_t>(kAnchor)); }
+
+ private:
+  MPI_Datatype type_ = MPI_DATATYPE_NULL;
+};
+
+}  // namespace
+
+int pack_bytes(const void *buf, int count, MPI_Datatype dtype, void *out, int out_bytes, MPI_Comm comm) {
+  int position = 0;
+  if (buf != nullptr) return PMPI_Pack(buf, count, dtype, out, out_bytes, &position, comm);
+  BottomView view(dtype, count);
+  if (view.type() == MPI_DATATYPE_NULL) return MPI_ERR_TYPE;
+  return PMPI_Pack(BottomView::base(), 1, view.type(), out, out_bytes, &position, comm);
+}
+
+int unpack_bytes(const void *in, int in_bytes, void *buf, int count, MPI_Datatype dtype, MPI_Comm comm) {
+  int position = 0;
+  if (buf != nullptr) return PMPI_Unpack(in, in_bytes, &position, buf, count, dtype, comm);
+  BottomView view(dtype, count);
+  if (view.type() == MPI_DATATYPE_NULL) return MPI_ERR_TYPE;
+  return PMPI_Unpack(in, in_bytes, &position, BottomView::base(), 1, view.type(), comm);
+}
+
+}  // namespace mpix::p2p

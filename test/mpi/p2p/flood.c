@@ -1,0 +1,141 @@
+/* Floods of unexpected messages on handled communicators: every rank but 0
+ * sends 100000 small messages (tags 0..99 in turn) to rank 0 before rank 0
+ * posts any receive; rank 0 receives them in reverse tag order (tag 99
+ * first), source by source, and checks that each (source, tag) stream comes
+ * in order and complete. Then 10000 MPI_Bsend messages of distinct tags
+ * received from the highest tag down, and 200 unexpected messages above the
+ * eager limit received in reverse tag order. A matching engine with linear
+ * queues makes the reverse-order receives quadratic; mpix's hashes keep
+ * them linear. Env MPIX_TEST_FLOOD_N overrides the 100000. Plain MPI: also
+ * runs without mpix. */
+#include <stdlib.h>
+
+#include "mpix.h"
+#include "mtest.h"
+
+static int rank, size;
+
+typedef struct {
+  int source, seq;
+} msg_t;
+
+static int getenv_int(const char *name, int dflt) {
+  const char *v = getenv(name);
+  return v && atoi(v) > 0 ? atoi(v) : dflt;
+}
+
+/* Phase 1: n messages per sender, tag = seq % ntags. */
+static void flood_small(MPI_Comm comm, const char *name, int n, int ntags) {
+  if (rank != 0) {
+    msg_t *out = malloc(n * sizeof(msg_t));
+    MPI_Request *reqs = malloc(n * sizeof(MPI_Request));
+    for (int i = 0; i < n; i++) {
+      out[i] = (msg_t){rank, i};
+      MPI_Isend(&out[i], 2, MPI_INT, 0, i % ntags, comm, &reqs[i]);
+    }
+    MPI_Barrier(comm); /* all sent before rank 0 posts a receive */
+    MPI_Waitall(n, reqs, MPI_STATUSES_IGNORE);
+    free(out);
+    free(reqs);
+    return;
+  }
+  MPI_Barrier(comm);
+  long bad = 0;
+  for (int tag = ntags - 1; tag >= 0; tag--)
+    for (int s = 1; s < size; s++)
+      for (int seq = tag; seq < n; seq += ntags) {
+        msg_t m = {-1, -1};
+        MPI_Status st;
+        MPI_Recv(&m, 2, MPI_INT, s, tag, comm, &st);
+        if (m.source != s || m.seq != seq || st.MPI_TAG != tag || st.MPI_SOURCE != s) {
+          if (bad++ < 5)
+            MTEST_CHECK(0, "flood on %s: from %d tag %d expected seq %d, got source %d seq %d", name, s, tag, seq,
+                        m.source, m.seq);
+        }
+      }
+  MTEST_CHECK(bad == 0, "flood on %s: %ld messages wrong", name, bad);
+}
+
+/* Phase 2: buffered sends (complete locally), distinct tags. */
+static void flood_bsend(MPI_Comm comm, const char *name, int n) {
+  if (rank != 0) {
+    int bsize = 2 * n * (int)(sizeof(int) + MPI_BSEND_OVERHEAD) + 1024;
+    void *bbuf = malloc(bsize);
+    MPI_Buffer_attach(bbuf, bsize);
+    for (int i = 0; i < n; i++) {
+      int v = rank * 1000000 + i;
+      MPI_Bsend(&v, 1, MPI_INT, 0, i, comm);
+    }
+    MPI_Barrier(comm);
+    MPI_Buffer_detach(&bbuf, &bsize); /* waits until all are delivered */
+    free(bbuf);
+    return;
+  }
+  MPI_Barrier(comm);
+  long bad = 0;
+  for (int i = n - 1; i >= 0; i--)
+    for (int s = size - 1; s >= 1; s--) {
+      int v = -1;
+      MPI_Recv(&v, 1, MPI_INT, s, i, comm, MPI_STATUS_IGNORE);
+      if (v != s * 1000000 + i && bad++ < 5)
+        MTEST_CHECK(0, "Bsend flood on %s: tag %d from %d got %d", name, i, s, v);
+    }
+  MTEST_CHECK(bad == 0, "Bsend flood on %s: %ld messages wrong", name, bad);
+}
+
+/* Phase 3: unexpected messages above the eager limit. */
+#define MED 5000 /* ints */
+static void flood_medium(MPI_Comm comm, const char *name, int n) {
+  if (rank != 0) {
+    int *out = malloc((size_t)n * MED * sizeof(int));
+    MPI_Request *reqs = malloc(n * sizeof(MPI_Request));
+    for (int i = 0; i < n; i++) {
+      for (int k = 0; k < MED; k++) out[(size_t)i * MED + k] = rank * 7 + i * 13 + k;
+      MPI_Isend(out + (size_t)i * MED, MED, MPI_INT, 0, i, comm, &reqs[i]);
+    }
+    MPI_Barrier(comm);
+    MPI_Waitall(n, reqs, MPI_STATUSES_IGNORE);
+    free(out);
+    free(reqs);
+    return;
+  }
+  MPI_Barrier(comm);
+  int *in = malloc(MED * sizeof(int));
+  for (int i = n - 1; i >= 0; i--)
+    for (int s = 1; s < size; s++) {
+      MPI_Recv(in, MED, MPI_INT, s, i, comm, MPI_STATUS_IGNORE);
+      int bad = -1;
+      for (int k = 0; k < MED && bad < 0; k++)
+        if (in[k] != s * 7 + i * 13 + k) bad = k;
+      MTEST_CHECK(bad < 0, "medium flood on %s: tag %d from %d, element %d wrong", name, i, s, bad);
+    }
+  free(in);
+}
+
+int main(int argc, char **argv) {
+  MPI_Init(&argc, &argv);
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  const int n = getenv_int("MPIX_TEST_FLOOD_N", 100000);
+  MPI_Comm nw, info_dup;
+  MPI_Info info;
+  MPI_Info_create(&info);
+  MPI_Info_set(info, "mpi_assert_no_any_source", "true");
+  MPI_Info_set(info, "mpi_assert_no_any_tag", "true");
+  MPIX_Comm_dup_nowildcard(MPI_COMM_WORLD, &nw);
+  MPI_Comm_dup_with_info(MPI_COMM_WORLD, info, &info_dup);
+  MPI_Info_free(&info);
+
+  int *tag_ub = NULL, flag = 0;
+  MPI_Comm_get_attr(nw, MPI_TAG_UB, &tag_ub, &flag);
+  const int nb = flag && *tag_ub < n / 10 ? *tag_ub + 1 : n / 10;
+
+  flood_small(nw, "MPIX_Comm_dup_nowildcard", n / (size - 1), 100);
+  flood_bsend(nw, "MPIX_Comm_dup_nowildcard", nb / (size - 1));
+  flood_medium(info_dup, "dup_with_info(no_any_source,no_any_tag)", 200 / (size - 1));
+  flood_small(MPI_COMM_WORLD, "MPI_COMM_WORLD", n / 20 / (size - 1), 10);
+
+  MPI_Comm_free(&nw);
+  MPI_Comm_free(&info_dup);
+  return mtest_finalize();
+}

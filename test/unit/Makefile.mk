@@ -1,0 +1,28 @@
+# GoogleTest unit tests of the matching engine (src/match), plain and under
+# AddressSanitizer/UndefinedBehaviorSanitizer (the engine sources compiled
+# into the test, not taken from the library). MPIX_TEST_SCALE=<factor> scales
+# the randomised tests (default 1: millions of operations).
+MPIX_MATCH_TEST_SOURCES = \
+	test/unit/reference_matcher.h \
+	test/unit/test_match_batch.cc \
+	test/unit/test_match_differential.cc \
+	test/unit/test_match_internals.cc \
+	test/unit/test_match_memory.cc \
+	test/unit/test_match_rules.cc
+MPIX_MATCH_SANITIZE = -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
+
+if HAVE_GTEST
+check_PROGRAMS += test/unit/test_match test/unit/test_match_asan
+MPIX_UNIT_TESTS += test/unit/test_match test/unit/test_match_asan
+endif
+
+test_unit_test_match_SOURCES = $(MPIX_MATCH_TEST_SOURCES)
+test_unit_test_match_CPPFLAGS = $(GTEST_CPPFLAGS) -I$(top_srcdir)/src
+test_unit_test_match_CXXFLAGS = $(MPIX_CXXFLAGS)
+test_unit_test_match_LDADD = src/match/libmpixmatch.la $(GTEST_LIBS)
+
+test_unit_test_match_asan_SOURCES = $(MPIX_MATCH_TEST_SOURCES) $(MPIX_MATCH_ENGINE_SOURCES)
+test_unit_test_match_asan_CPPFLAGS = $(GTEST_CPPFLAGS) -I$(top_srcdir)/src
+test_unit_test_match_asan_CXXFLAGS = $(MPIX_CXXFLAGS) $(MPIX_MATCH_SANITIZE)
+test_unit_test_match_asan_LDFLAGS = $(MPIX_MATCH_SANITIZE)
+test_unit_test_match_asan_LDADD = $(GTEST_LIBS)
