@@ -15,8 +15,10 @@ check-local: all
 	  --script $(top_srcdir)/test/check-install.sh \
 	  $(foreach l,$(MPIX_TESTLISTS),--testlist $(l)) $(MPIX_TEST_SKIPS)
 
-# MPICH's own test suite, natively, under LD_PRELOAD and relinked.
+# MPICH's own test suite: natively, under LD_PRELOAD, and its pt2pt tests
+# with every communicator carried by the engine (MPIX_INTERCEPT=all).
+CHECK_MPICH_RUNS = --run preload --run preload:MPIX_INTERCEPT=all@pt2pt
 check-mpich: all
-	$(top_srcdir)/test/external/check-mpich.sh --lib $(abs_top_builddir)/src/.libs/libmpix.so
+	$(top_srcdir)/test/external/check-mpich.sh --lib $(abs_top_builddir)/src/.libs/libmpix.so $(CHECK_MPICH_RUNS)
 
 .PHONY: check-mpich

@@ -12,6 +12,7 @@ namespace mpix::p2p {
 namespace {
 
 P2PConfig g_config;
+constexpr unsigned kPollsBeforeYield = 32;
 std::mutex g_engine_mutex;
 
 // Handled communicators with landing receives. The strong references keep
@@ -71,7 +72,6 @@ int P2PComm::attach(MPI_Comm comm, bool wildcards) {
   const std::size_t slot_bytes = sizeof(WireHeader) + g_config.eager_limit;
   for (int i = 0; i < g_config.landing_slots; ++i) {
     auto slot = std::make_unique<Landing>();
-    slot->comm = this;
     slot->buffer = std::make_unique<char[]>(slot_bytes);
     post_landing(slot.get());
     slots_.push_back(std::move(slot));
@@ -83,31 +83,26 @@ int P2PComm::attach(MPI_Comm comm, bool wildcards) {
 void P2PComm::post_landing(Landing *slot) {
   const int bytes = static_cast<int>(sizeof(WireHeader) + g_config.eager_limit);
   PMPI_Irecv(slot->buffer.get(), bytes, MPI_BYTE, MPI_ANY_SOURCE, 0, ctrl_, &slot->request);
-  progress::inflight().add(slot->request, slot);
   posted_order_.push_back(slot);
 }
 
-void P2PComm::Landing::on_complete(const MPI_Status &st) {
-  status = st;
-  done = true;
-  comm->landing_completed();
-}
-
-void P2PComm::landing_completed() {
-  // MPI fills ANY_SOURCE receives in the order they were posted; handling
-  // them in that order keeps each sender's messages in sending order even
-  // when later slots happen to complete first.
-  while (!posted_order_.empty() && posted_order_.front()->done) {
+int P2PComm::poll_landings() {
+  int taken = 0;
+  while (handled_ && !posted_order_.empty()) {
     Landing *slot = posted_order_.front();
+    int flag = 0;
+    PMPI_Test(&slot->request, &flag, &slot->status);
+    if (!flag) break;
     posted_order_.pop_front();
-    slot->done = false;
+    ++taken;
     on_arrival(slot);
-    if (!handled_) continue;
+    if (!handled_) break;
     // Back-pressure: with too much unexpected data and nobody waiting, new
     // messages stay in the MPI library's queue (and its flow control).
     if (unexpected_bytes_ > g_config.unexpected_limit && receives_waiting_ == 0) parked_.push_back(slot);
     else post_landing(slot);
   }
+  return taken;
 }
 
 void P2PComm::unpark() {
@@ -343,7 +338,10 @@ void P2PComm::detach() {
   if (!handled_) return;
   handled_ = false;
   detach_requested_ = false;
-  for (auto &slot : slots_) progress::inflight().cancel_owned_by(slot.get());
+  for (Landing *slot : posted_order_) {
+    PMPI_Cancel(&slot->request);
+    PMPI_Request_free(&slot->request);
+  }
   slots_.clear();
   posted_order_.clear();
   parked_.clear();
@@ -383,7 +381,9 @@ bool comm_is_handled(MPI_Comm comm) {
 }
 
 int progress_poll() {
-  const int n = progress::inflight().poll();
+  int n = progress::inflight().poll();
+  auto &comms = attached();
+  for (std::size_t i = 0; i < comms.size(); ++i) n += comms[i]->poll_landings();
   // Freed communicators whose last operation just ended.
   auto &v = attached();
   for (std::size_t i = 0; i < v.size();) {
@@ -394,10 +394,17 @@ int progress_poll() {
 }
 
 void progress_wait(std::unique_lock<std::mutex> &lock) {
-  if (progress_poll() > 0) return;
-  // Nothing moved: let other threads (and, oversubscribed, other ranks) run.
+  // Polls in a row that found nothing: a yield costs a system call, which
+  // at small-message latencies is most of a round trip, so the first few
+  // idle polls only let other threads of this process take the lock.
+  thread_local unsigned idle_polls = 0;
+  if (progress_poll() > 0) {
+    idle_polls = 0;
+    return;
+  }
   lock.unlock();
-  sched_yield();
+  // Oversubscribed (more ranks than cores) the peer needs this core.
+  if (++idle_polls % kPollsBeforeYield == 0) sched_yield();
   lock.lock();
 }
 

@@ -102,8 +102,12 @@ class P2PComm final : public CommState, public std::enable_shared_from_this<P2PC
   }
   bool detach_requested() const { return detach_requested_; }
 
-  // Called when an in-order landing receive completed.
-  void landing_completed();
+  // Takes the landing receives that completed, in posting order. Only the
+  // oldest one needs testing: MPI fills ANY_SOURCE receives in the order
+  // they were posted, and handling them in that order keeps each sender's
+  // messages in sending order even when a later slot completes first.
+  // Returns the number of messages taken in.
+  int poll_landings();
 
   // Cancels landing receives and frees the shadow communicators. Never from
   // a completion callback: the landing receives being torn down may be the
@@ -113,13 +117,10 @@ class P2PComm final : public CommState, public std::enable_shared_from_this<P2PC
   void release_when_idle();
 
  private:
-  struct Landing : progress::Pending {
-    P2PComm *comm = nullptr;
+  struct Landing {
     std::unique_ptr<char[]> buffer;
     MPI_Request request = MPI_REQUEST_NULL;
     MPI_Status status{};
-    bool done = false;
-    void on_complete(const MPI_Status &st) override;
   };
 
   void post_landing(Landing *slot);

@@ -5,11 +5,17 @@
 # compute-sanitizer over the GPU tests, and leave logs under $OUT.
 #
 #   device run, carry: configure Makefile.in aclocal.m4 config.h.in build-aux config .gpu-debs
-#   command: bash test/gpu/run.sh
+#   command: bash test/gpu/run.sh [STAGE...]
+# Stages (default: tests): tests (build, make check, compute-sanitizer),
+# bench-cpu (matching engine and point-to-point benchmarks, native vs mpix,
+# on this quiet 16-core host), bench-gpu (the GPU benchmarks). The build
+# always runs first, so any stage can run alone.
 #
 # The generated build files are carried because the GPU machine has no
 # libtool; run ./autogen.sh here first.
 set -u
+stages=${*:-tests}
+has_stage() { [[ " $stages " == *" $1 "* ]]; }
 OUT=${OUT:-$PWD/gpu-out}
 mkdir -p "$OUT"
 log() { echo "== $*"; }
@@ -38,6 +44,8 @@ gtest=--without-gtest
 tail -n 9 "$OUT/configure.log"
 make -j"$(nproc)" >"$OUT/build.log" 2>&1 || { tail -n 40 "$OUT/build.log"; exit 1; }
 
+check_rc=0 san_fail=0
+if has_stage tests; then
 log "make check"
 MPIX_TEST_LOGDIR="$OUT/test-logs" make check 2>&1 | tee "$OUT/check.log" | grep -E '^(PASS|FAIL|SKIP)|passed'
 check_rc=${PIPESTATUS[0]}
@@ -56,4 +64,26 @@ else
   echo "compute-sanitizer not found"
 fi
 (cd "$OUT" && tar czf test-logs.tgz test-logs && rm -rf test-logs)
-[ "$check_rc" = 0 ] && [ $san_fail = 0 ]
+fi
+
+bench_fail=0
+if has_stage bench-cpu; then
+  log "bench-cpu: matching engine"
+  make bench/bench_match >/dev/null 2>&1
+  timeout 150 bench/bench_match --csv "$OUT/bench_match.csv" >"$OUT/bench_match.txt" 2>&1 || bench_fail=1
+  cat "$OUT/bench_match.txt"
+  log "bench-cpu: point-to-point, native vs mpix"
+  # Debian's mpicc points at /usr; this one at the unpacked prefix.
+  printf '#!/bin/sh\nexec gcc "$@" -isystem %s -L%s -Wl,-rpath,%s -lmpich\n' \
+    "$MP/usr/include/x86_64-linux-gnu/mpich" "$MP/usr/lib/x86_64-linux-gnu" "$MP/usr/lib/x86_64-linux-gnu" \
+    >"$MP/mpicc"
+  chmod +x "$MP/mpicc"
+  MPICC="$MP/mpicc" MPIEXEC="$MPIEXEC" timeout 400 bench/run_p2p_benchmarks.sh -o "$OUT/p2p" -R 3 \
+    "$PWD/src/.libs/libmpix.so" >"$OUT/p2p_benchmarks.txt" 2>&1 || bench_fail=1
+  tail -n 80 "$OUT/p2p_benchmarks.txt"
+fi
+if has_stage bench-gpu && [ -f bench/gpu/run_gpu_benchmarks.sh ]; then
+  log "bench-gpu"
+  MPIEXEC="$MPIEXEC" bash bench/gpu/run_gpu_benchmarks.sh "$OUT/bench-gpu" || bench_fail=1
+fi
+[ "$check_rc" = 0 ] && [ $san_fail = 0 ] && [ $bench_fail = 0 ]
