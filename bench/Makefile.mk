@@ -20,3 +20,25 @@ bench_bench_unordered_region_SOURCES = bench/bench_unordered_region.c
 bench_bench_unordered_region_CFLAGS = $(MPIX_CFLAGS)
 bench_bench_unordered_region_LDADD = $(MPIX_BENCH_MPI_LIBS) -lm
 EXTRA_DIST += bench/README.md bench/run_p2p_benchmarks.sh
+
+# bench_gpu_p2p: device-buffer ping-pong through mpix against native MPI with
+# cudaMemcpy staging and NCCL (loaded at run time), in one program.
+if HAVE_CUDA
+noinst_PROGRAMS += bench/bench_gpu_p2p
+bench_bench_gpu_p2p_SOURCES = bench/bench_gpu_p2p.cu
+bench_bench_gpu_p2p_LDADD = src/libmpix.la $(MPI_LIBS) $(CUDA_LIBS) -ldl
+bench_bench_gpu_p2p_LDFLAGS = -no-install
+bench_bench_gpu_p2p_LINK = $(LIBTOOL) $(AM_V_lt) --tag=CXX --mode=link $(CXX) $(AM_CXXFLAGS) $(CXXFLAGS) \
+	$(bench_bench_gpu_p2p_LDFLAGS) $(LDFLAGS) -o $@
+endif
+
+# bench_stream: MPIX_Send_enqueue/MPIX_Recv_enqueue ping-pong on a CUDA
+# stream against NCCL send/recv (loaded at run time), in one program.
+if HAVE_CUDA
+noinst_PROGRAMS += bench/bench_stream
+bench_bench_stream_SOURCES = bench/bench_stream.cu
+bench_bench_stream_LDADD = src/libmpix.la $(MPI_LIBS) $(CUDA_LIBS) -ldl
+bench_bench_stream_LDFLAGS = -no-install
+bench_bench_stream_LINK = $(LIBTOOL) $(AM_V_lt) --tag=CXX --mode=link $(CXX) $(AM_CXXFLAGS) $(CXXFLAGS) \
+	$(bench_bench_stream_LDFLAGS) $(LDFLAGS) -o $@
+endif

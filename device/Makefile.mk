@@ -2,9 +2,21 @@
 # Without: stubs that report no GPU.
 if HAVE_CUDA
 noinst_LTLIBRARIES += device/libmpixdevice.la
-device_libmpixdevice_la_SOURCES = device/gpu_query.cu device/gpu.h
+device_libmpixdevice_la_SOURCES = device/gpu_query.cu device/gpu.h \
+	device/copy.cu device/copy.h device/ipc.h
 src_libmpixcore_la_LIBADD += device/libmpixdevice.la
 else
-src_libmpixcore_la_SOURCES += device/gpu_none.cc device/gpu.h
+src_libmpixcore_la_SOURCES += device/gpu_none.cc device/gpu.h \
+	device/copy_none.cc device/copy.h device/ipc.h
 endif
-EXTRA_DIST += device/gpu_none.cc device/gpu_query.cu
+# Where a buffer lives: host C++ in both builds (the driver is dlopen'ed).
+src_libmpixcore_la_SOURCES += device/memtype.cc device/memtype.h
+EXTRA_DIST += device/gpu_none.cc device/gpu_query.cu device/copy_none.cc device/copy.cu
+# Stream triggers: the words a CUDA stream and the progress thread share for
+# stream-triggered operations (mpix/enqueue.cc); the stub refuses CUDA streams.
+if HAVE_CUDA
+device_libmpixdevice_la_SOURCES += device/stream_trigger.cu device/stream_trigger.h
+else
+src_libmpixcore_la_SOURCES += device/stream_trigger_none.cc device/stream_trigger.h
+endif
+EXTRA_DIST += device/stream_trigger.cu device/stream_trigger_none.cc

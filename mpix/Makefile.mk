@@ -1,2 +1,5 @@
 # The MPIX API: queries, no-wildcard communicators, unordered regions, streams.
 src_libmpixcore_la_SOURCES += mpix/query.cc mpix/nowildcard.cc
+# Streams and *_enqueue operations (host streams run at once; GPU streams
+# through the progress thread and device/stream_trigger).
+src_libmpixcore_la_SOURCES += mpix/stream.cc mpix/stream.h mpix/enqueue.cc

@@ -13,13 +13,33 @@ const ConfigVar kVars[] = {
     {"MPIX_INTERCEPT", "none",
      "none: only communicators with no-wildcard assertions use mpix's engine; all: every communicator does "
      "(full MPI semantics, wildcards included)"},
-    {"MPIX_EAGER_LIMIT", "16384",
+    {"MPIX_EAGER_LIMIT", "8192",
      "largest message (bytes) sent eagerly with its envelope; larger ones use rendezvous"},
     {"MPIX_LANDING_SLOTS", "16",
      "pre-posted landing receives per handled communicator (each MPIX_EAGER_LIMIT bytes)"},
     {"MPIX_UNEXPECTED_LIMIT", "67108864",
      "unexpected eager bytes held per communicator before new messages are left in the MPI library's queue "
      "(back-pressure; a waiting receive always pulls more)"},
+    {"MPIX_PROGRESS_THREAD", "auto",
+     "auto or 1: initialise the MPI library at MPI_THREAD_MULTIPLE (the application still sees its own level) "
+     "so that a progress thread drives GPU streams and keeps mpix's communicators moving while the application "
+     "blocks in calls mpix does not intercept; 0: only when the application asks for MPI_THREAD_MULTIPLE (then "
+     "a program that blocks in, e.g., MPI_Barrier while its peer waits in MPI_Ssend for a receive it posted "
+     "may hang)"},
+    {"MPIX_STREAM_QUEUE_DEPTH", "1024",
+     "operations enqueued on one GPU stream and not yet triggered by it; a further *_enqueue waits for room"},
+    {"MPIX_GPU", "on",
+     "on: device buffers in point-to-point calls are recognised (one CUDA driver query per send and delivery); "
+     "off: every buffer is taken for host memory (no query)"},
+    {"MPIX_GPU_PATH", "auto",
+     "auto: device data between GPUs of one node moves by CUDA IPC, otherwise staged through pinned host "
+     "memory; staging: always staged (testing, or where IPC is unwanted)"},
+    {"MPIX_GPU_CHUNK", "4194304",
+     "bytes per chunk of the staged device-data pipeline (and size of each pinned staging buffer)"},
+    {"MPIX_GPU_PIPELINE", "4", "chunks of one staged transfer in flight at once (copy/network overlap)"},
+    {"MPIX_GPU_IPC_CACHE", "256",
+     "peer GPU allocations kept mapped by CUDA IPC (least recently used closed beyond; 0: close after each "
+     "transfer). A mapping keeps the sender's freed memory allocated until closed"},
 };
 
 template <class T>
@@ -66,6 +86,34 @@ Config config_from_env(char *errors, int errors_len) {
   if (const char *v = std::getenv("MPIX_UNEXPECTED_LIMIT")) {
     if (!parse_int(v, 0, 1L << 40, &c.unexpected_limit))
       append(errors, errors_len, "MPIX_UNEXPECTED_LIMIT", v, "0 .. 2^40");
+  }
+  if (const char *v = std::getenv("MPIX_PROGRESS_THREAD")) {
+    if (std::strcmp(v, "auto") == 0) c.progress_thread = -1;
+    else if (!parse_int(v, 0, 1, &c.progress_thread))
+      append(errors, errors_len, "MPIX_PROGRESS_THREAD", v, "auto, 0 or 1");
+  }
+  if (const char *v = std::getenv("MPIX_STREAM_QUEUE_DEPTH")) {
+    if (!parse_int(v, 1, 1 << 20, &c.stream_queue_depth))
+      append(errors, errors_len, "MPIX_STREAM_QUEUE_DEPTH", v, "1 .. 1048576");
+  }
+  if (const char *v = std::getenv("MPIX_GPU")) {
+    if (std::strcmp(v, "off") == 0 || std::strcmp(v, "0") == 0) c.gpu = false;
+    else if (std::strcmp(v, "on") != 0 && std::strcmp(v, "1") != 0) append(errors, errors_len, "MPIX_GPU", v, "on or off");
+  }
+  if (const char *v = std::getenv("MPIX_GPU_PATH")) {
+    if (std::strcmp(v, "staging") == 0) c.gpu_force_staging = true;
+    else if (std::strcmp(v, "auto") != 0 && std::strcmp(v, "ipc") != 0)
+      append(errors, errors_len, "MPIX_GPU_PATH", v, "auto, ipc or staging");
+  }
+  if (const char *v = std::getenv("MPIX_GPU_CHUNK")) {
+    if (!parse_int(v, 4096, 1L << 30, &c.gpu_chunk)) append(errors, errors_len, "MPIX_GPU_CHUNK", v, "4096 .. 2^30");
+  }
+  if (const char *v = std::getenv("MPIX_GPU_PIPELINE")) {
+    if (!parse_int(v, 1, 64, &c.gpu_pipeline)) append(errors, errors_len, "MPIX_GPU_PIPELINE", v, "1 .. 64");
+  }
+  if (const char *v = std::getenv("MPIX_GPU_IPC_CACHE")) {
+    if (!parse_int(v, 0, 1L << 20, &c.gpu_ipc_cache))
+      append(errors, errors_len, "MPIX_GPU_IPC_CACHE", v, "0 .. 1048576");
   }
   return c;
 }

@@ -13,6 +13,13 @@ struct Config {
   long eager_limit = 16384;        // MPIX_EAGER_LIMIT
   int landing_slots = 16;          // MPIX_LANDING_SLOTS
   long unexpected_limit = 64L << 20;  // MPIX_UNEXPECTED_LIMIT
+  int progress_thread = -1;        // MPIX_PROGRESS_THREAD: -1 auto, 0 no, 1 yes
+  int stream_queue_depth = 1024;   // MPIX_STREAM_QUEUE_DEPTH
+  bool gpu = true;                 // MPIX_GPU
+  bool gpu_force_staging = false;  // MPIX_GPU_PATH
+  long gpu_chunk = 4L << 20;       // MPIX_GPU_CHUNK
+  int gpu_pipeline = 4;            // MPIX_GPU_PIPELINE
+  long gpu_ipc_cache = 256;        // MPIX_GPU_IPC_CACHE
 };
 
 struct ConfigVar {

@@ -12,6 +12,8 @@ int MPIX_ERR_WILDCARD = MPI_ERR_OTHER;
 int MPIX_ERR_REGION = MPI_ERR_OTHER;
 int MPIX_ERR_NO_CUDA = MPI_ERR_OTHER;
 int MPIX_ERR_QUEUE_FULL = MPI_ERR_OTHER;
+int MPIX_ERR_STREAM = MPI_ERR_OTHER;
+int MPIX_ERR_NO_THREAD = MPI_ERR_OTHER;
 
 namespace mpix {
 namespace {
@@ -26,6 +28,9 @@ const LibraryClass kLibraryClasses[] = {
     {&MPIX_ERR_REGION, "MPIX_ERR_REGION: unordered region misuse"},
     {&MPIX_ERR_NO_CUDA, "MPIX_ERR_NO_CUDA: device buffer given to an mpix built without CUDA"},
     {&MPIX_ERR_QUEUE_FULL, "MPIX_ERR_QUEUE_FULL: queue full, retry after progress"},
+    {&MPIX_ERR_STREAM, "MPIX_ERR_STREAM: invalid MPIX_Stream or stream communicator use"},
+    {&MPIX_ERR_NO_THREAD,
+     "MPIX_ERR_NO_THREAD: a progress thread is needed but the MPI library runs below MPI_THREAD_MULTIPLE"},
 };
 
 struct ErrorSpec {
@@ -57,6 +62,24 @@ const ErrorSpec kSpecs[] = {
     {&MPIX_ERR_NO_CUDA,
      "mpix: a GPU device buffer was passed, but this mpix was built without CUDA (configure --with-cuda)"},
     {&MPIX_ERR_QUEUE_FULL, "mpix: queue full; nothing was lost, retry after the peer makes progress"},
+    {&MPIX_ERR_STREAM, "mpix: invalid MPIX_Stream (MPIX_STREAM_NULL, never created, or already freed)"},
+    {&MPIX_ERR_STREAM,
+     "mpix: MPIX_Stream_free on a stream that stream communicators still use (free them first)"},
+    {&MPIX_ERR_STREAM,
+     "mpix: MPIX_Stream_create info: \"type\" must be \"cudaStream_t\" with \"value\" the stream handle in hex "
+     "(MPIX_Info_set_hex)"},
+    {&MPIX_ERR_STREAM,
+     "mpix: *_enqueue on a communicator without a local stream (create it with MPIX_Stream_comm_create)"},
+    {&MPIX_ERR_STREAM,
+     "mpix: a stream was used by two threads at once (an MPIX_Stream is a serial context: one thread at a time)"},
+    {&MPIX_ERR_STREAM,
+     "mpix: MPIX_Wait_enqueue/MPIX_Waitall_enqueue on a request that no *_enqueue of this stream returned"},
+    {&MPIX_ERR_NO_CUDA, "mpix: a cudaStream_t stream was given, but this mpix was built without CUDA"},
+    {&MPIX_ERR_NO_CUDA,
+     "mpix: a cudaStream_t stream was given, but no GPU (or no CUDA stream memory operations) is usable"},
+    {&MPIX_ERR_NO_THREAD,
+     "mpix: GPU streams need the progress thread, which needs MPI_THREAD_MULTIPLE underneath "
+     "(set MPIX_PROGRESS_THREAD=1, or MPI_Init_thread with MPI_THREAD_MULTIPLE)"},
     {&kClassIntern, "mpix: internal error (please report it with MPIX_VERBOSE=2 output)"},
 };
 static_assert(sizeof(kSpecs) / sizeof(kSpecs[0]) == static_cast<size_t>(Err::kCount),

@@ -21,6 +21,15 @@ enum class Err : int {
   kRegionNotHandled,   // region on a communicator mpix does not handle
   kDeviceBufferNoCuda, // device pointer, library built without CUDA
   kQueueFull,          // bounded queue full: retry after progress
+  kStreamInvalid,      // MPIX_Stream handle unknown or already freed
+  kStreamInUse,        // MPIX_Stream_free while stream communicators use it
+  kStreamInfo,         // MPIX_Stream_create info: unknown "type" or bad "value"
+  kStreamNone,         // *_enqueue on a communicator without a local stream
+  kStreamConcurrent,   // two threads in one stream (a serial context) at once
+  kStreamRequest,      // *_enqueue wait on a request of another stream / kind
+  kStreamNoCuda,       // cudaStream_t stream, library built without CUDA
+  kStreamNoGpu,        // cudaStream_t stream, no usable GPU / stream memory ops
+  kNoThreadMultiple,   // progress thread needed, MPI underneath below MULTIPLE
   kInternal,           // a bug or an underlying failure we cannot classify
   kCount
 };

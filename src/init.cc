@@ -1,25 +1,59 @@
 // MPI_Init, MPI_Init_thread and MPI_Finalize: where the library attaches to
 // and detaches from the MPI library underneath.
+//
+// Thread levels: the progress thread of GPU streams calls MPI concurrently
+// with the application, so it needs MPI_THREAD_MULTIPLE from the MPI library.
+// Asking for it always would put MPICH's locks on every call of every
+// program; mpix asks for it only when GPU streams are possible (or
+// MPIX_PROGRESS_THREAD=1), and the application is still told the level it
+// asked for (MPI_Query_thread agrees). Otherwise GPU streams work only if the
+// application itself asked for MPI_THREAD_MULTIPLE (else MPIX_ERR_NO_THREAD).
 #include <mpi.h>
+
+#include <algorithm>
 
 #include "runtime.h"
 #include "visibility.h"
 
 namespace {
 
-int start_after_pmpi_init(int rc) {
+int start_after_pmpi_init(int rc, int app_level) {
   if (rc != MPI_SUCCESS) return rc;
-  int provided = MPI_THREAD_SINGLE;
-  PMPI_Query_thread(&provided);
-  return mpix::runtime_start(provided);
+  int underlying = MPI_THREAD_SINGLE;
+  PMPI_Query_thread(&underlying);
+  return mpix::runtime_start(std::min(app_level, underlying), underlying);
 }
 
 }  // namespace
 
-MPIX_INTERCEPT int MPI_Init(int *argc, char ***argv) { return start_after_pmpi_init(PMPI_Init(argc, argv)); }
+MPIX_INTERCEPT int MPI_Init(int *argc, char ***argv) {
+  if (!mpix::runtime_wants_thread_multiple()) {
+    const int rc = PMPI_Init(argc, argv);
+    int level = MPI_THREAD_SINGLE;
+    if (rc == MPI_SUCCESS) PMPI_Query_thread(&level);
+    return start_after_pmpi_init(rc, level);
+  }
+  // MPI_Init gives the MPI library's default level, MPI_THREAD_SINGLE.
+  int underlying = MPI_THREAD_SINGLE;
+  return start_after_pmpi_init(PMPI_Init_thread(argc, argv, MPI_THREAD_MULTIPLE, &underlying), MPI_THREAD_SINGLE);
+}
 
 MPIX_INTERCEPT int MPI_Init_thread(int *argc, char ***argv, int required, int *provided) {
-  return start_after_pmpi_init(PMPI_Init_thread(argc, argv, required, provided));
+  if (!mpix::runtime_wants_thread_multiple()) {
+    const int rc = PMPI_Init_thread(argc, argv, required, provided);
+    return start_after_pmpi_init(rc, rc == MPI_SUCCESS ? *provided : MPI_THREAD_SINGLE);
+  }
+  int underlying = MPI_THREAD_SINGLE;
+  const int rc = PMPI_Init_thread(argc, argv, MPI_THREAD_MULTIPLE, &underlying);
+  // What the library would have given for `required`: at most what it has.
+  if (rc == MPI_SUCCESS) *provided = std::min(required, underlying);
+  return start_after_pmpi_init(rc, rc == MPI_SUCCESS ? *provided : MPI_THREAD_SINGLE);
+}
+
+MPIX_INTERCEPT int MPI_Query_thread(int *provided) {
+  if (provided == nullptr || !mpix::runtime_active()) return PMPI_Query_thread(provided);
+  *provided = mpix::runtime().thread_provided;
+  return MPI_SUCCESS;
 }
 
 MPIX_INTERCEPT int MPI_Finalize(void) {

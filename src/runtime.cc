@@ -9,6 +9,9 @@
 #include "mpix.h"
 #include "p2p/comms.h"
 #include "p2p/engine.h"
+#include "p2p/gpu_path.h"
+#include "p2p/liveness.h"
+#include "progress/thread.h"
 
 namespace mpix {
 namespace {
@@ -31,8 +34,8 @@ void print_configuration(const char *config_errors) {
   int len = 0;
   MPIX_Get_library_version(lib, &len);
   std::fprintf(stderr, "[mpix] %s\n", lib);
-  std::fprintf(stderr, "[mpix] ranks %d, thread level %s\n", g_runtime.world_size,
-               thread_level_name(g_runtime.thread_provided));
+  std::fprintf(stderr, "[mpix] ranks %d, thread level %s (MPI library: %s)\n", g_runtime.world_size,
+               thread_level_name(g_runtime.thread_provided), thread_level_name(g_runtime.thread_underlying));
   const int ngpu = gpu::device_count();
   std::fprintf(stderr, "[mpix] GPUs visible to rank 0: %d\n", ngpu);
   for (int d = 0; d < ngpu; ++d) {
@@ -51,10 +54,20 @@ bool runtime_active() { return g_active.load(std::memory_order_acquire); }
 
 const Runtime &runtime() { return g_runtime; }
 
-int runtime_start(int thread_provided) {
+bool runtime_wants_thread_multiple() {
+  char ignored[8];
+  const Config c = config_from_env(ignored, sizeof ignored);
+  // auto: always. mpix's communicators need progress while the application
+  // blocks in calls mpix does not see (src/p2p/liveness.h), and GPU streams
+  // need their progress thread; both call MPI from a thread of their own.
+  return c.progress_thread != 0;
+}
+
+int runtime_start(int thread_provided, int thread_underlying) {
   char config_errors[1024];
   g_runtime.config = config_from_env(config_errors, sizeof config_errors);
   g_runtime.thread_provided = thread_provided;
+  g_runtime.thread_underlying = thread_underlying;
   PMPI_Comm_rank(MPI_COMM_WORLD, &g_runtime.world_rank);
   PMPI_Comm_size(MPI_COMM_WORLD, &g_runtime.world_size);
 
@@ -66,8 +79,18 @@ int runtime_start(int thread_provided) {
   p2p_config.landing_slots = g_runtime.config.landing_slots;
   p2p_config.unexpected_limit = static_cast<std::size_t>(g_runtime.config.unexpected_limit);
   p2p::p2p_configure(p2p_config);
+  p2p::GpuConfig gpu_config;
+  gpu_config.enabled = g_runtime.config.gpu;
+  gpu_config.force_staging = g_runtime.config.gpu_force_staging;
+  gpu_config.chunk = static_cast<std::size_t>(g_runtime.config.gpu_chunk);
+  gpu_config.depth = g_runtime.config.gpu_pipeline;
+  gpu_config.ipc_cache = static_cast<std::size_t>(g_runtime.config.gpu_ipc_cache);
+  p2p::gpu_start(gpu_config);
   rc = p2p::p2p_start(g_runtime.config.intercept_all);
   if (rc != MPI_SUCCESS) return rc;
+  if (thread_underlying == MPI_THREAD_MULTIPLE && g_runtime.config.progress_thread != 0 &&
+      !p2p::liveness_start() && g_runtime.world_rank == 0)
+    std::fprintf(stderr, "[mpix] warning: no liveness thread (thread creation failed)\n");
 
   // A malformed variable is a user error worth seeing even when not verbose:
   // the default was used instead of what was asked for.
@@ -80,7 +103,11 @@ int runtime_start(int thread_provided) {
 
 int runtime_stop() {
   g_active.store(false, std::memory_order_release);
+  // First: the progress thread calls into the engine that p2p_stop tears down.
+  progress::thread_stop();
+  p2p::liveness_stop();
   p2p::p2p_stop();
+  p2p::gpu_stop();  // after the engine: no transfer uses the pools any more
   CommTable::finalize();
   return MPI_SUCCESS;
 }

@@ -11,6 +11,7 @@ namespace mpix {
 struct Runtime {
   Config config;
   int thread_provided = MPI_THREAD_SINGLE;  // what the application was told
+  int thread_underlying = MPI_THREAD_SINGLE;  // what the MPI library gave mpix (>= thread_provided)
   int world_rank = 0;
   int world_size = 1;
 };
@@ -23,7 +24,12 @@ const Runtime &runtime();
 
 // Called by the MPI_Init/MPI_Init_thread/MPI_Finalize hooks after PMPI_Init*
 // and before PMPI_Finalize; return MPI error codes.
-int runtime_start(int thread_provided);
+int runtime_start(int thread_provided, int thread_underlying);
+
+// Whether MPI_Init* should ask the MPI library for MPI_THREAD_MULTIPLE (for
+// the progress thread) whatever the application asks: MPIX_PROGRESS_THREAD=1,
+// or "auto" in a CUDA build with a GPU visible. Callable before MPI_Init.
+bool runtime_wants_thread_multiple();
 int runtime_stop();
 
 }  // namespace mpix

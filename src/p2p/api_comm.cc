@@ -17,9 +17,13 @@ bool g_intercept_all = false;
 
 bool intercept_all() { return g_intercept_all; }
 
-int comm_created(MPI_Comm newcomm, const Hints &hints) {
+int comm_created(MPI_Comm newcomm, const Hints &hints, bool force) {
   if (newcomm == MPI_COMM_NULL) return MPI_SUCCESS;
-  const bool handle = g_intercept_all || hints.no_any_source || hints.no_any_tag;
+  // Intercommunicators stay with the MPI library (their ranks name the
+  // remote group); their assertions are still recorded and enforced.
+  int inter = 0;
+  PMPI_Comm_test_inter(newcomm, &inter);
+  const bool handle = force || (!inter && (g_intercept_all || hints.no_any_source || hints.no_any_tag));
   if (!handle && !hints.any()) return MPI_SUCCESS;
   auto c = std::make_shared<P2PComm>(hints);
   if (handle) {

@@ -3,8 +3,10 @@
 // take the int path; larger ones are MPI_ERR_COUNT on handled
 // communicators (the engine's transfers are int-counted).
 #include <climits>
+#include <memory>
 
 #include "api_common.h"
+#include "datatype.h"
 #include "src/visibility.h"
 
 using namespace mpix;
@@ -55,22 +57,41 @@ MPIX_INTERCEPT int MPI_Isendrecv_replace(void *buf, int count, MPI_Datatype dtyp
     if (int rc = check_pattern(comm, *c, source, recvtag, "MPI_Isendrecv_replace")) return rc;
   if (!c || !c->handled())
     return PMPI_Isendrecv_replace(buf, count, dtype, dest, sendtag, source, recvtag, comm, request);
-  // Done at once (a blocking exchange, deadlock-free between the pair) and
-  // returned as a complete request: the replace needs the whole message
-  // before the send buffer may be overwritten.
-  MPI_Status st;
-  const int rc = MPI_Sendrecv_replace(buf, count, dtype, dest, sendtag, source, recvtag, comm, &st);
-  if (rc != MPI_SUCCESS) return rc;
+  if (int cls = check_recv_args(*c, buf, count, dtype, source, recvtag)) return raise_class(comm, cls);
+  if (int cls = check_send_args(*c, buf, count, dtype, dest, sendtag)) return raise_class(comm, cls);
+  // The send half sends a packed copy, so the receive half may land in buf
+  // at once: both proceed without blocking, as MPI_Isendrecv's do.
+  int packed_size = 0;
+  if (dest != MPI_PROC_NULL) PMPI_Pack_size(count, dtype, comm, &packed_size);
+  auto scratch = std::make_unique<char[]>(static_cast<std::size_t>(packed_size) + 1);
+  if (dest != MPI_PROC_NULL && packed_size > 0) {
+    const int packed = pack_bytes(buf, count, dtype, scratch.get(), packed_size, comm);
+    if (packed != MPI_SUCCESS) return raise_class(comm, packed);
+  }
   auto lock = engine_lock();
   Request *r = request_create(ReqKind::kRecv);
-  r->comm = c;
-  r->active = true;
-  c->op_started();
-  MPI_Count bytes = 0;
-  PMPI_Get_elements_x(&st, MPI_BYTE, &bytes);
-  r->finish(st.MPI_SOURCE, st.MPI_TAG, MPI_SUCCESS, bytes);
+  init_request(r, c, nullptr, buf, count, dtype, source, recvtag);
+  Request *s = request_create(ReqKind::kSend);
+  init_request(s, c, scratch.get(), nullptr, packed_size, MPI_PACKED, dest, sendtag);
+  s->scratch = std::move(scratch);
+  r->companion = s;
+  r->active = s->active = true;
   *request = r->handle;
-  return MPI_SUCCESS;
+  int rc = MPI_SUCCESS;
+  if (source == MPI_PROC_NULL) {
+    c->op_started();
+    r->finish(MPI_PROC_NULL, MPI_ANY_TAG, MPI_SUCCESS, 0);
+  } else {
+    rc = c->start_recv(r);
+  }
+  if (dest == MPI_PROC_NULL) {
+    c->op_started();
+    s->finish(MPI_PROC_NULL, MPI_ANY_TAG, MPI_SUCCESS, 0);
+  } else if (rc == MPI_SUCCESS) {
+    rc = c->start_send(s);
+  }
+  lock.unlock();
+  return rc == MPI_SUCCESS ? rc : raise_class(comm, rc);
 }
 
 namespace {

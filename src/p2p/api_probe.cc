@@ -63,7 +63,7 @@ std::unique_ptr<Message> claim_message(MPI_Message h) {
 }
 
 void message_status(const Message &m, MPI_Status *status) {
-  status_fill(status, m.source, m.tag, MPI_SUCCESS, static_cast<MPI_Count>(m.bytes), false);
+  status_fill(status, m.source, m.tag, -1, static_cast<MPI_Count>(m.bytes), false);
 }
 
 int check_probe(MPI_Comm comm, const P2PComm &c, int source, int tag, const char *func) {

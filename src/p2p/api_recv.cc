@@ -103,7 +103,7 @@ MPIX_INTERCEPT int MPI_Recv(void *buf, int count, MPI_Datatype dtype, int source
   if (int rc = check_recv(comm, *c, buf, count, dtype, source, tag, "MPI_Recv")) return rc;
   if (!c->handled()) return PMPI_Recv(buf, count, dtype, source, tag, comm, status);
   if (source == MPI_PROC_NULL) {
-    status_fill(status, MPI_PROC_NULL, MPI_ANY_TAG, MPI_SUCCESS, 0, false);
+    status_fill(status, MPI_PROC_NULL, MPI_ANY_TAG, -1, 0, false);
     return MPI_SUCCESS;
   }
   auto lock = engine_lock();

@@ -17,8 +17,8 @@ MPI_Comm error_comm(const Request *r) { return r->comm ? r->comm->user() : MPI_C
 
 // Hands a finished request back to the application: status, and the handle
 // becomes MPI_REQUEST_NULL (or, persistent, inactive). Returns its error.
-int conclude(Request *r, MPI_Request *handle, MPI_Status *status) {
-  r->write_status(status);
+int conclude(Request *r, MPI_Request *handle, MPI_Status *status, bool in_array = false) {
+  r->write_status(status, in_array);
   const int error = r->st_error;
   if (r->persistent) {
     r->active = false;
@@ -87,7 +87,7 @@ int conclude_all(Split &s, int count, MPI_Request reqs[], MPI_Status statuses[],
     }
     if (r->st_error != MPI_SUCCESS && !any_error) *err_comm = error_comm(r);
     if (r->st_error != MPI_SUCCESS) any_error = true;
-    conclude(r, &reqs[i], st);
+    conclude(r, &reqs[i], st, true);
   }
   return any_error ? MPI_ERR_IN_STATUS : MPI_SUCCESS;
 }
@@ -283,7 +283,7 @@ int some_pass(Split &s, int count, MPI_Request reqs[], int *outcount, int indice
     if (!r || inactive(r)) continue;
     active = true;
     if (!r->done()) continue;
-    if (conclude(r, &reqs[i], status_at(statuses, n)) != MPI_SUCCESS) any_error = true;
+    if (conclude(r, &reqs[i], status_at(statuses, n), true) != MPI_SUCCESS) any_error = true;
     indices[n++] = i;
   }
   if (!s.native.empty()) {

@@ -10,8 +10,10 @@ namespace mpix::p2p {
 
 // Called on every new communicator (collectively, by all its members):
 // records its assertions and, when they (or MPIX_INTERCEPT=all) say so,
-// attaches the engine. MPI error code.
-int comm_created(MPI_Comm newcomm, const Hints &hints);
+// attaches the engine. MPI error code. force: attach even without hints
+// (stream communicators, whose traffic the progress thread starts), with
+// wildcards allowed unless the hints forbid them.
+int comm_created(MPI_Comm newcomm, const Hints &hints, bool force = false);
 
 // MPI_Init: MPIX_INTERCEPT=all handles MPI_COMM_WORLD and MPI_COMM_SELF.
 int p2p_start(bool intercept_all);

@@ -33,8 +33,32 @@ inline bool dense_in_order(MPI_Datatype type) {
   return dense;
 }
 
+// The predefined types most messages use, with their sizes: their layout
+// needs no MPI call on the latency path (sizes are fixed by the C types).
+inline int common_type_size(MPI_Datatype type) {
+  struct Known {
+    MPI_Datatype type;
+    int size;
+  };
+  static const Known known[] = {
+      {MPI_BYTE, 1},           {MPI_CHAR, 1},          {MPI_INT, sizeof(int)},
+      {MPI_DOUBLE, sizeof(double)}, {MPI_FLOAT, sizeof(float)}, {MPI_LONG, sizeof(long)},
+      {MPI_UNSIGNED, sizeof(unsigned)}, {MPI_LONG_LONG, sizeof(long long)},
+      {MPI_UNSIGNED_CHAR, 1},  {MPI_UINT64_T, 8},      {MPI_INT64_T, 8},
+  };
+  for (const Known &k : known)
+    if (k.type == type) return k.size;
+  return -1;
+}
+
 inline Layout layout_of(MPI_Datatype type, MPI_Count count) {
   Layout l;
+  if (const int size = common_type_size(type); size > 0) {
+    l.type_size = size;
+    l.bytes = size * count;
+    l.contiguous = true;
+    return l;
+  }
   PMPI_Type_size_x(type, &l.type_size);
   l.bytes = l.type_size * count;
   MPI_Count true_lb = 0, true_extent = 0, lb = 0, extent = 0;

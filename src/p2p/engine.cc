@@ -3,15 +3,21 @@
 
 #include <sched.h>
 
+#include <atomic>
 #include <cstring>
 
 #include "datatype.h"
+#include "liveness.h"
+#include "gpu_path.h"
 #include "src/errors.h"
 
 namespace mpix::p2p {
 namespace {
 
 P2PConfig g_config;
+// Posted receives queued in any communicator's matcher; read without the
+// engine lock by the liveness thread.
+std::atomic<long> g_receives_pending{0};
 constexpr unsigned kPollsBeforeYield = 32;
 std::mutex g_engine_mutex;
 
@@ -40,6 +46,18 @@ const P2PConfig &p2p_config() { return g_config; }
 void p2p_configure(const P2PConfig &c) { g_config = c; }
 
 std::unique_lock<std::mutex> engine_lock() { return std::unique_lock<std::mutex>(g_engine_mutex); }
+std::mutex &engine_mutex() { return g_engine_mutex; }
+bool receives_pending() { return g_receives_pending.load(std::memory_order_relaxed) > 0; }
+
+void P2PComm::receive_queued() {
+  ++receives_waiting_;
+  g_receives_pending.fetch_add(1, std::memory_order_relaxed);
+}
+
+void P2PComm::receive_unqueued() {
+  --receives_waiting_;
+  g_receives_pending.fetch_sub(1, std::memory_order_relaxed);
+}
 
 P2PComm::P2PComm(const Hints &hints) : hints_(hints) {}
 
@@ -128,7 +146,7 @@ void P2PComm::on_arrival(Landing *slot) {
   const match::ArriveResult res = matcher_->arrive(match::Key{m->source, m->tag},
                                                     reinterpret_cast<match::Cookie>(m.get()));
   if (res.matched()) {
-    --receives_waiting_;
+    receive_unqueued();
     deliver(reinterpret_cast<Request *>(res.partner), *m);
     return;
   }
@@ -140,7 +158,7 @@ void P2PComm::on_arrival(Landing *slot) {
     std::memcpy(m->owned.get(), m->payload, m->bytes);
     m->payload = m->owned.get();
   } else {
-    m->payload = nullptr;
+    gpu_keep_descriptor(*m);
   }
   m->comm = weak_from_this();
   unexpected_bytes_ += sizeof(Message) + (m->owned ? m->bytes : 0);
@@ -155,8 +173,8 @@ int P2PComm::check_pattern(int source, int tag) const {
 }
 
 std::uint64_t P2PComm::capacity_bytes(const Request *r) const {
-  MPI_Count size = 0;
-  PMPI_Type_size_x(r->dtype, &size);
+  MPI_Count size = common_type_size(r->dtype);
+  if (size < 0) PMPI_Type_size_x(r->dtype, &size);
   return static_cast<std::uint64_t>(size) * static_cast<std::uint64_t>(r->count);
 }
 
@@ -178,13 +196,14 @@ int P2PComm::start_recv(Request *r) {
   }
   r->queued = true;
   r->match_handle = res.handle;
-  ++receives_waiting_;
+  receive_queued();
   // A receive that cannot match yet needs messages to keep coming in.
   if (!parked_.empty()) unpark();
   return MPI_SUCCESS;
 }
 
 void P2PComm::deliver(Request *r, Message &m) {
+  if (gpu_deliver(*this, r, m)) return;  // device buffer or GPU rendezvous
   r->queued = false;
   if (m.kind == kRendezvous) {
     // The payload waits in the MPI library underneath (its own rendezvous:
@@ -219,7 +238,7 @@ void P2PComm::deliver(Request *r, Message &m) {
 
 bool P2PComm::cancel(Request *r) {
   if (!r->queued || !matcher_->cancel(r->match_handle)) return false;
-  --receives_waiting_;
+  receive_unqueued();
   r->queued = false;
   r->st_cancelled = true;
   r->finish(MPI_ANY_SOURCE, MPI_ANY_TAG, MPI_SUCCESS, 0);
@@ -251,17 +270,23 @@ int P2PComm::start_send(Request *r) {
 
 int P2PComm::transmit(const void *buf, int count, MPI_Datatype dtype, int dest, int tag, SendMode mode,
                       Request *r, std::unique_lock<std::mutex> *lock) {
+  int gpu_rc = MPI_SUCCESS;
+  if (gpu_transmit(*this, buf, count, dtype, dest, tag, mode, r, lock, &gpu_rc)) return gpu_rc;
   const Layout l = layout_of(dtype, count);
   const std::uint64_t bytes = static_cast<std::uint64_t>(l.bytes);
   WireHeader h{tag, kEager, bytes, 0, 0};
 
   // Synchronous sends always take the rendezvous path: its data send is a
   // PMPI_Issend, which completes only once our receiver matched it.
-  if (bytes <= g_config.eager_limit && mode != SendMode::kSync) {
+  // Buffered sends too: their payload goes out by PMPI_Ibsend, so they use
+  // exactly the space of the application's attached buffer that a native
+  // MPI_Bsend would (an envelope in it would make an exactly sized buffer
+  // too small).
+  if (bytes <= g_config.eager_limit && mode != SendMode::kSync && mode != SendMode::kBuffered) {
     const std::size_t total = sizeof h + bytes;
     char *out = nullptr;
     std::unique_ptr<EagerSend> inflight_send;
-    if (r == nullptr && mode != SendMode::kBuffered) {
+    if (r == nullptr) {
       if (send_scratch_.size() < total) send_scratch_.resize(total);
       out = send_scratch_.data();
     } else {
@@ -282,10 +307,7 @@ int P2PComm::transmit(const void *buf, int count, MPI_Datatype dtype, int dest, 
       }
     }
     int rc = MPI_SUCCESS;
-    if (mode == SendMode::kBuffered) {
-      // The application's attached buffer holds it, as MPI_Bsend promises.
-      rc = PMPI_Bsend(out, static_cast<int>(total), MPI_BYTE, dest, 0, ctrl_);
-    } else if (r == nullptr) {
+    if (r == nullptr) {
       rc = PMPI_Send(out, static_cast<int>(total), MPI_BYTE, dest, 0, ctrl_);
     } else {
       MPI_Request inner = MPI_REQUEST_NULL;
@@ -304,8 +326,18 @@ int P2PComm::transmit(const void *buf, int count, MPI_Datatype dtype, int dest, 
   h.kind = kRendezvous;
   h.data_tag = static_cast<std::int32_t>(next);
   next = next >= static_cast<std::uint32_t>(data_tag_limit_) ? 0 : next + 1;
-  int rc = mode == SendMode::kBuffered ? PMPI_Bsend(&h, sizeof h, MPI_BYTE, dest, 0, ctrl_)
-                                       : PMPI_Send(&h, sizeof h, MPI_BYTE, dest, 0, ctrl_);
+  int rc = MPI_SUCCESS;
+  if (mode == SendMode::kBuffered) {
+    // Never blocks: the envelope goes from memory of its own.
+    auto envelope = std::make_unique<EagerSend>();
+    envelope->buffer = std::make_unique<char[]>(sizeof h);
+    std::memcpy(envelope->buffer.get(), &h, sizeof h);
+    MPI_Request header = MPI_REQUEST_NULL;
+    rc = PMPI_Isend(envelope->buffer.get(), sizeof h, MPI_BYTE, dest, 0, ctrl_, &header);
+    if (rc == MPI_SUCCESS) progress::inflight().add(header, envelope.release());
+  } else {
+    rc = PMPI_Send(&h, sizeof h, MPI_BYTE, dest, 0, ctrl_);
+  }
   if (rc != MPI_SUCCESS) {
     if (r != nullptr) r->finish(MPI_PROC_NULL, MPI_ANY_TAG, rc, 0);
     return rc;
@@ -338,6 +370,8 @@ void P2PComm::detach() {
   if (!handled_) return;
   handled_ = false;
   detach_requested_ = false;
+  g_receives_pending.fetch_sub(static_cast<long>(receives_waiting_), std::memory_order_relaxed);
+  receives_waiting_ = 0;
   for (Landing *slot : posted_order_) {
     PMPI_Cancel(&slot->request);
     PMPI_Request_free(&slot->request);
@@ -381,7 +415,9 @@ bool comm_is_handled(MPI_Comm comm) {
 }
 
 int progress_poll() {
+  liveness_note_poll();
   int n = progress::inflight().poll();
+  n += gpu_progress();
   auto &comms = attached();
   for (std::size_t i = 0; i < comms.size(); ++i) n += comms[i]->poll_landings();
   // Freed communicators whose last operation just ended.

@@ -33,7 +33,9 @@ struct WireHeader {
 };
 static_assert(sizeof(WireHeader) == 24, "wire header layout");
 
-enum WireKind : std::uint32_t { kEager = 1, kRendezvous = 2 };
+// kGpuRendezvous*: device data announced by src/p2p/gpu_path.cc (with or
+// without its descriptor after the header).
+enum WireKind : std::uint32_t { kEager = 1, kRendezvous = 2, kGpuRendezvous = 3, kGpuRendezvousBare = 4 };
 
 // An arrived envelope that no receive has taken yet (or taken by Mprobe).
 struct Message {
@@ -45,6 +47,7 @@ struct Message {
   const char *payload = nullptr;  // eager: the bytes, in `owned` or a landing buffer
   std::unique_ptr<char[]> owned;
   std::weak_ptr<class P2PComm> comm;  // for Mrecv of a message taken by Mprobe
+  std::unique_ptr<char[]> descriptor;  // unexpected kGpuRendezvous: the sender's GPU descriptor
 };
 
 class P2PComm final : public CommState, public std::enable_shared_from_this<P2PComm> {
@@ -117,6 +120,8 @@ class P2PComm final : public CommState, public std::enable_shared_from_this<P2PC
   void release_when_idle();
 
  private:
+  friend struct GpuAccess;  // gpu_path.cc: the channels and transmit()
+
   struct Landing {
     std::unique_ptr<char[]> buffer;
     MPI_Request request = MPI_REQUEST_NULL;
@@ -124,6 +129,8 @@ class P2PComm final : public CommState, public std::enable_shared_from_this<P2PC
   };
 
   void post_landing(Landing *slot);
+  void receive_queued();
+  void receive_unqueued();
   void unexpected_consumed(const Message &m);
   void unpark();
   void on_arrival(Landing *slot);
@@ -169,13 +176,17 @@ void progress_wait(std::unique_lock<std::mutex> &lock);
 // Serialises the point-to-point engine (MPI_THREAD_MULTIPLE programs call
 // it from many threads). Never held while user code (error handlers) runs.
 std::unique_lock<std::mutex> engine_lock();
+// The mutex behind engine_lock(), for a try_lock from the liveness thread.
+std::mutex &engine_mutex();
+// Whether any posted receive waits in a matcher (no lock needed).
+bool receives_pending();
 
 // Waits for an underlying PMPI request while progressing the engine.
 int wait_underlying(MPI_Request *req, MPI_Status *status, std::unique_lock<std::mutex> &lock);
 
 // Tunables, read at MPI_Init.
 struct P2PConfig {
-  std::size_t eager_limit = 16384;
+  std::size_t eager_limit = 8192;
   int landing_slots = 16;
   // Unexpected eager bytes mpix holds before it stops pulling messages out of
   // the MPI library underneath (whose own flow control then applies), unless

@@ -86,9 +86,9 @@ void Request::on_complete(const MPI_Status &status) {
   // finish() may have destroyed this (a freed request): touch nothing here.
 }
 
-void Request::write_status(MPI_Status *status) const {
+void Request::write_status(MPI_Status *status, bool with_error) const {
   if (status == MPI_STATUS_IGNORE) return;
-  status_fill(status, st_source, st_tag, st_error, st_bytes, st_cancelled);
+  status_fill(status, st_source, st_tag, with_error ? st_error : -1, st_bytes, st_cancelled);
 }
 
 Request *request_create(ReqKind kind) {
@@ -143,7 +143,7 @@ void status_fill(MPI_Status *st, int source, int tag, int error, MPI_Count bytes
   if (st == MPI_STATUS_IGNORE) return;
   st->MPI_SOURCE = source;
   st->MPI_TAG = tag;
-  st->MPI_ERROR = error;
+  if (error >= 0) st->MPI_ERROR = error;
   PMPI_Status_set_elements_x(st, MPI_BYTE, bytes);
   PMPI_Status_set_cancelled(st, cancelled ? 1 : 0);
 }

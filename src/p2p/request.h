@@ -47,6 +47,9 @@ class Request final : public progress::Pending {
   match::RecvHandle match_handle;
   // MPI_Isendrecv: the send half, completed and released together with us.
   Request *companion = nullptr;
+  // MPI_Isendrecv_replace: the send half sends this packed copy of the
+  // buffer the receive half overwrites.
+  std::unique_ptr<char[]> scratch;
 
   // Final status fields.
   int st_source = MPI_ANY_SOURCE;
@@ -61,7 +64,9 @@ class Request final : public progress::Pending {
   void finish(int source, int tag, int error, MPI_Count bytes);
   // Complete, with the companion (if any) complete too.
   bool done() const { return complete && (companion == nullptr || companion->complete); }
-  void write_status(MPI_Status *status) const;
+  // MPI_ERROR is written only for calls returning an array of statuses:
+  // single-status calls leave it as it was (MPI-4 3.2.5).
+  void write_status(MPI_Status *status, bool with_error = false) const;
 };
 
 // Creates a request with a pooled handle; owned by the table.
@@ -77,6 +82,7 @@ int request_live();
 void request_finalize();
 
 // Statuses: MPI_Status_set_elements/cancelled so that MPI_Get_count works.
+// error < 0 leaves MPI_ERROR untouched.
 void status_fill(MPI_Status *st, int source, int tag, int error, MPI_Count bytes, bool cancelled);
 void status_empty(MPI_Status *st);
 

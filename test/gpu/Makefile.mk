@@ -8,8 +8,26 @@ test_gpu_gpu_smoke_LDADD = src/libmpix.la $(MPI_LIBS) $(CUDA_LIBS)
 test_gpu_gpu_smoke_LDFLAGS = -no-install
 test_gpu_gpu_smoke_LINK = $(LIBTOOL) $(AM_V_lt) --tag=CXX --mode=link $(CXX) $(AM_CXXFLAGS) $(CXXFLAGS) \
 	$(test_gpu_gpu_smoke_LDFLAGS) $(LDFLAGS) -o $@
+# Device buffers in every point-to-point call (IPC and staging paths).
+MPIX_GPU_TESTS += test/gpu/p2p_device
+check_PROGRAMS += test/gpu/p2p_device
+test_gpu_p2p_device_SOURCES = test/gpu/p2p_device.cu
+test_gpu_p2p_device_LDADD = src/libmpix.la $(MPI_LIBS) $(CUDA_LIBS)
+test_gpu_p2p_device_LDFLAGS = -no-install
+test_gpu_p2p_device_LINK = $(LIBTOOL) $(AM_V_lt) --tag=CXX --mode=link $(CXX) $(AM_CXXFLAGS) $(CXXFLAGS) \
+	$(test_gpu_p2p_device_LDFLAGS) $(LDFLAGS) -o $@
 MPIX_TESTLISTS += test/gpu/testlist
 else
 MPIX_TEST_SKIPS += --skip test/gpu "built without CUDA"
 endif
 EXTRA_DIST += test/gpu/testlist test/gpu/run.sh
+# Stream-triggered operations on a CUDA stream (MPIX_*_enqueue).
+if HAVE_CUDA
+MPIX_GPU_TESTS += test/gpu/stream_enqueue
+check_PROGRAMS += test/gpu/stream_enqueue
+test_gpu_stream_enqueue_SOURCES = test/gpu/stream_enqueue.cu
+test_gpu_stream_enqueue_LDADD = src/libmpix.la $(MPI_LIBS) $(CUDA_LIBS)
+test_gpu_stream_enqueue_LDFLAGS = -no-install
+test_gpu_stream_enqueue_LINK = $(LIBTOOL) $(AM_V_lt) --tag=CXX --mode=link $(CXX) $(AM_CXXFLAGS) $(CXXFLAGS) \
+	$(test_gpu_stream_enqueue_LDFLAGS) $(LDFLAGS) -o $@
+endif

@@ -7,6 +7,7 @@
 #   device run, carry: configure Makefile.in aclocal.m4 config.h.in build-aux config .gpu-debs
 #   command: bash test/gpu/run.sh [STAGE...]
 # Stages (default: tests): tests (build, make check, compute-sanitizer),
+# gpu-tests (the same with only the GPU testlist),
 # bench-cpu (matching engine and point-to-point benchmarks, native vs mpix,
 # on this quiet 16-core host), bench-gpu (the GPU benchmarks). The build
 # always runs first, so any stage can run alone.
@@ -45,9 +46,12 @@ tail -n 9 "$OUT/configure.log"
 make -j"$(nproc)" >"$OUT/build.log" 2>&1 || { tail -n 40 "$OUT/build.log"; exit 1; }
 
 check_rc=0 san_fail=0
-if has_stage tests; then
+if has_stage tests || has_stage gpu-tests; then
 log "make check"
-MPIX_TEST_LOGDIR="$OUT/test-logs" make check 2>&1 | tee "$OUT/check.log" | grep -E '^(PASS|FAIL|SKIP)|passed'
+# gpu-tests: only the GPU testlist (the CPU tests run in CI).
+only_gpu=()
+has_stage tests || only_gpu=(MPIX_TESTLISTS=test/gpu/testlist MPIX_UNIT_TESTS=)
+MPIX_TEST_LOGDIR="$OUT/test-logs" make check "${only_gpu[@]}" 2>&1 | tee "$OUT/check.log" | grep -E '^(PASS|FAIL|SKIP)|passed'
 check_rc=${PIPESTATUS[0]}
 
 log "compute-sanitizer (memcheck) over the GPU tests"
@@ -82,8 +86,22 @@ if has_stage bench-cpu; then
     "$PWD/src/.libs/libmpix.so" >"$OUT/p2p_benchmarks.txt" 2>&1 || bench_fail=1
   tail -n 80 "$OUT/p2p_benchmarks.txt"
 fi
-if has_stage bench-gpu && [ -f bench/gpu/run_gpu_benchmarks.sh ]; then
-  log "bench-gpu"
-  MPIEXEC="$MPIEXEC" bash bench/gpu/run_gpu_benchmarks.sh "$OUT/bench-gpu" || bench_fail=1
+if has_stage bench-gpu; then
+log "benchmark: device-buffer ping-pong (mpix vs staged MPICH vs NCCL)"
+# About a minute; table in bench_gpu_p2p.txt, CSV beside it.
+if [ -x bench/bench_gpu_p2p ]; then
+  timeout 150 "$MPIEXEC" -n 2 bench/bench_gpu_p2p "$OUT/bench_gpu_p2p.csv" >"$OUT/bench_gpu_p2p.txt" 2>&1 ||
+    echo "bench_gpu_p2p failed (exit $?), see bench_gpu_p2p.txt"
+  cat "$OUT/bench_gpu_p2p.txt"
+  MPIX_GPU_PATH=staging timeout 60 "$MPIEXEC" -n 2 bench/bench_gpu_p2p "$OUT/bench_gpu_p2p_staging.csv" 67108864 \
+    >"$OUT/bench_gpu_p2p_staging.txt" 2>&1 || echo "bench_gpu_p2p (staging) failed, see bench_gpu_p2p_staging.txt"
+  cat "$OUT/bench_gpu_p2p_staging.txt"
+fi
+log "benchmark: stream-triggered ping-pong (MPIX_Send_enqueue/Recv_enqueue vs NCCL)"
+if [ -x bench/bench_stream ]; then
+  timeout 90 "$MPIEXEC" -n 2 bench/bench_stream -m 67108864 >"$OUT/bench_stream.txt" 2>&1 ||
+    echo "bench_stream failed (exit $?), see bench_stream.txt"
+  cat "$OUT/bench_stream.txt"
+fi
 fi
 [ "$check_rc" = 0 ] && [ $san_fail = 0 ] && [ $bench_fail = 0 ]

@@ -26,3 +26,16 @@ test_unit_test_match_asan_CPPFLAGS = $(GTEST_CPPFLAGS) -I$(top_srcdir)/src
 test_unit_test_match_asan_CXXFLAGS = $(MPIX_CXXFLAGS) $(MPIX_MATCH_SANITIZE)
 test_unit_test_match_asan_LDFLAGS = $(MPIX_MATCH_SANITIZE)
 test_unit_test_match_asan_LDADD = $(GTEST_LIBS)
+
+# Host-side logic of the GPU point-to-point paths (chunk plans, IPC cache,
+# pinned pool, memory-type detection against a fake driver), under
+# AddressSanitizer/UBSan; runs without a GPU.
+if HAVE_GTEST
+check_PROGRAMS += test/unit/test_gpu_host
+MPIX_UNIT_TESTS += test/unit/test_gpu_host
+endif
+test_unit_test_gpu_host_SOURCES = test/unit/test_gpu_host.cc device/memtype.cc
+test_unit_test_gpu_host_CPPFLAGS = $(GTEST_CPPFLAGS) -I$(top_srcdir)/src
+test_unit_test_gpu_host_CXXFLAGS = $(MPIX_CXXFLAGS) $(MPIX_MATCH_SANITIZE)
+test_unit_test_gpu_host_LDFLAGS = $(MPIX_MATCH_SANITIZE)
+test_unit_test_gpu_host_LDADD = $(GTEST_LIBS) -ldl

@@ -1,0 +1,188 @@
+// bench_stream: stream-triggered ping-pong between two GPUs (one rank each).
+//
+//   enqueue  MPIX_Send_enqueue / MPIX_Recv_enqueue on a CUDA stream, every
+//            iteration enqueued before one cudaStreamSynchronize: the host
+//            never waits per message (device buffers)
+//   nccl     ncclSend / ncclRecv on a stream, same pattern (libnccl.so.2
+//            loaded at run time; skipped where it is missing)
+//
+// Half round trip per message size, as a table and as CSV lines
+// ("csv,<method>,<bytes>,<usec>,<GB/s>"). Options: -n ITERS (default 1000
+// for small sizes, scaled down for large), -m MAXBYTES (default 4 MiB).
+// Run: mpiexec -n 2 bench/bench_stream
+#include <cuda_runtime.h>
+#include <dlfcn.h>
+#include <mpi.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+
+#include "mpix.h"
+
+namespace {
+
+// The few NCCL entry points used, declared here with nccl.h 2.x's ABI so
+// the benchmark builds without NCCL installed.
+struct NcclUniqueId {
+  char internal[128];
+};
+using NcclComm = struct NcclCommOpaque *;
+constexpr int kNcclInt8 = 0;
+
+struct Nccl {
+  int (*get_unique_id)(NcclUniqueId *) = nullptr;
+  int (*comm_init_rank)(NcclComm *, int, NcclUniqueId, int) = nullptr;
+  int (*send)(const void *, std::size_t, int, int, NcclComm, cudaStream_t) = nullptr;
+  int (*recv)(void *, std::size_t, int, int, NcclComm, cudaStream_t) = nullptr;
+  int (*comm_destroy)(NcclComm) = nullptr;
+  bool load() {
+    void *h = dlopen("libnccl.so.2", RTLD_NOW | RTLD_LOCAL);
+    if (h == nullptr) h = dlopen("libnccl.so", RTLD_NOW | RTLD_LOCAL);
+    if (h == nullptr) return false;
+    get_unique_id = reinterpret_cast<decltype(get_unique_id)>(dlsym(h, "ncclGetUniqueId"));
+    comm_init_rank = reinterpret_cast<decltype(comm_init_rank)>(dlsym(h, "ncclCommInitRank"));
+    send = reinterpret_cast<decltype(send)>(dlsym(h, "ncclSend"));
+    recv = reinterpret_cast<decltype(recv)>(dlsym(h, "ncclRecv"));
+    comm_destroy = reinterpret_cast<decltype(comm_destroy)>(dlsym(h, "ncclCommDestroy"));
+    return get_unique_id && comm_init_rank && send && recv && comm_destroy;
+  }
+};
+
+int g_rank = 0;
+
+int iters_for(std::size_t bytes, int base) {
+  if (bytes <= 65536) return base;
+  const long scaled = static_cast<long>(base) * 65536 / static_cast<long>(bytes);
+  return scaled < 20 ? 20 : static_cast<int>(scaled);
+}
+
+// Half round trip in microseconds of `iters` ping-pongs issued by `round`.
+template <class Round>
+double time_pingpong(cudaStream_t cs, int iters, Round round) {
+  for (int i = 0; i < 10; ++i) round();  // warm-up: connections, IPC handles
+  cudaStreamSynchronize(cs);
+  MPI_Barrier(MPI_COMM_WORLD);
+  const double t0 = MPI_Wtime();
+  for (int i = 0; i < iters; ++i) round();
+  cudaStreamSynchronize(cs);
+  const double t = MPI_Wtime() - t0;
+  double tmax = 0;
+  MPI_Allreduce(&t, &tmax, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+  return tmax / iters / 2 * 1e6;
+}
+
+}  // namespace
+
+int main(int argc, char **argv) {
+  MPI_Init(&argc, &argv);
+  int size = 0, ngpu = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &g_rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  int base_iters = 1000;
+  std::size_t max_bytes = std::size_t{4} << 20;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    if (std::strcmp(argv[i], "-n") == 0) base_iters = std::atoi(argv[i + 1]);
+    if (std::strcmp(argv[i], "-m") == 0) max_bytes = std::strtoull(argv[i + 1], nullptr, 10);
+  }
+  if (cudaGetDeviceCount(&ngpu) != cudaSuccess || ngpu == 0 || size != 2) {
+    if (g_rank == 0) std::printf("bench_stream: needs 2 ranks and a GPU (skipped)\n");
+    MPI_Finalize();
+    return 0;
+  }
+  cudaSetDevice(g_rank % ngpu);
+  cudaStream_t cs;
+  cudaStreamCreateWithFlags(&cs, cudaStreamNonBlocking);
+  const int peer = 1 - g_rank;
+
+  MPI_Info info;
+  MPI_Info_create(&info);
+  MPI_Info_set(info, "type", "cudaStream_t");
+  MPIX_Info_set_hex(info, "value", &cs, sizeof cs);
+  MPIX_Stream stream = MPIX_STREAM_NULL;
+  if (MPIX_Stream_create(info, &stream) != MPI_SUCCESS) MPI_Abort(MPI_COMM_WORLD, 1);
+  MPI_Info_free(&info);
+  MPI_Comm comm;
+  MPIX_Stream_comm_create(MPI_COMM_WORLD, stream, &comm);
+
+  Nccl nccl;
+  bool have_nccl = nccl.load();
+  int all_nccl = 0, mine = have_nccl ? 1 : 0;
+  MPI_Allreduce(&mine, &all_nccl, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+  have_nccl = all_nccl == 1;
+  NcclComm ncomm = nullptr;
+  if (have_nccl) {
+    NcclUniqueId id;
+    if (g_rank == 0) nccl.get_unique_id(&id);
+    MPI_Bcast(&id, sizeof id, MPI_BYTE, 0, MPI_COMM_WORLD);
+    have_nccl = nccl.comm_init_rank(&ncomm, 2, id, g_rank) == 0;
+  }
+
+  char *sbuf = nullptr, *rbuf = nullptr;
+  cudaMalloc(&sbuf, max_bytes);
+  cudaMalloc(&rbuf, max_bytes);
+  cudaMemset(sbuf, 1, max_bytes);
+
+  struct Row {
+    std::size_t bytes;
+    double enqueue_us, nccl_us;
+  };
+  std::vector<Row> rows;
+  for (std::size_t bytes = 8; bytes <= max_bytes; bytes *= 4) {
+    const int iters = iters_for(bytes, base_iters);
+    const int n = static_cast<int>(bytes);
+    Row row{bytes, 0, -1};
+    row.enqueue_us = time_pingpong(cs, iters, [&] {
+      if (g_rank == 0) {
+        MPIX_Send_enqueue(sbuf, n, MPI_BYTE, peer, 0, comm);
+        MPIX_Recv_enqueue(rbuf, n, MPI_BYTE, peer, 0, comm, MPI_STATUS_IGNORE);
+      } else {
+        MPIX_Recv_enqueue(rbuf, n, MPI_BYTE, peer, 0, comm, MPI_STATUS_IGNORE);
+        MPIX_Send_enqueue(sbuf, n, MPI_BYTE, peer, 0, comm);
+      }
+    });
+    if (have_nccl) {
+      row.nccl_us = time_pingpong(cs, iters, [&] {
+        if (g_rank == 0) {
+          nccl.send(sbuf, bytes, kNcclInt8, peer, ncomm, cs);
+          nccl.recv(rbuf, bytes, kNcclInt8, peer, ncomm, cs);
+        } else {
+          nccl.recv(rbuf, bytes, kNcclInt8, peer, ncomm, cs);
+          nccl.send(sbuf, bytes, kNcclInt8, peer, ncomm, cs);
+        }
+      });
+    }
+    rows.push_back(row);
+  }
+
+  if (g_rank == 0) {
+    char lib[MPIX_MAX_LIBRARY_VERSION_STRING];
+    int len = 0;
+    MPIX_Get_library_version(lib, &len);
+    cudaDeviceProp prop;
+    cudaGetDeviceProperties(&prop, 0);
+    std::printf("# bench_stream: ping-pong half round trip, device buffers, %s\n# %s\n", prop.name, lib);
+    std::printf("%12s %14s %10s %14s %10s\n", "bytes", "enqueue(us)", "GB/s", "nccl(us)", "GB/s");
+    for (const Row &r : rows) {
+      const double gb_e = r.bytes / r.enqueue_us / 1e3;
+      if (r.nccl_us >= 0)
+        std::printf("%12zu %14.2f %10.2f %14.2f %10.2f\n", r.bytes, r.enqueue_us, gb_e, r.nccl_us,
+                    r.bytes / r.nccl_us / 1e3);
+      else
+        std::printf("%12zu %14.2f %10.2f %14s %10s\n", r.bytes, r.enqueue_us, gb_e, "n/a", "n/a");
+    }
+    for (const Row &r : rows) {
+      std::printf("csv,enqueue,%zu,%.3f,%.3f\n", r.bytes, r.enqueue_us, r.bytes / r.enqueue_us / 1e3);
+      if (r.nccl_us >= 0) std::printf("csv,nccl,%zu,%.3f,%.3f\n", r.bytes, r.nccl_us, r.bytes / r.nccl_us / 1e3);
+    }
+  }
+  if (ncomm != nullptr) nccl.comm_destroy(ncomm);
+  cudaFree(sbuf);
+  cudaFree(rbuf);
+  MPI_Comm_free(&comm);
+  MPIX_Stream_free(&stream);
+  cudaStreamDestroy(cs);
+  MPI_Finalize();
+  return 0;
+}

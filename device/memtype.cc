@@ -1,0 +1,104 @@
+#include "memtype.h"
+
+#include <dlfcn.h>
+
+#include <atomic>
+
+namespace mpix::device {
+namespace {
+
+DriverApi g_loaded{};
+// The table in use: &g_loaded once libcuda resolved, a test's fake, or
+// nullptr (no driver, or MPIX_GPU=off). Read on every send and delivery,
+// written at MPI_Init: an atomic pointer keeps the hot path one load.
+std::atomic<const DriverApi *> g_api{nullptr};
+bool g_tried = false;
+
+}  // namespace
+
+void memtype_init(bool enabled) {
+  if (!enabled) {
+    g_api.store(nullptr, std::memory_order_release);
+    return;
+  }
+  if (!g_tried) {
+    g_tried = true;
+    // Loading the driver does not initialise it: until the application (or
+    // mpix's own CUDA code) calls cuInit, every query answers "not
+    // initialised" at once, which means no device memory can exist yet.
+    // The handle is kept for the life of the process (the runtime holds it
+    // too), so it is never dlclose'd.
+    if (void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL)) {
+      g_loaded.get_attribute = reinterpret_cast<decltype(g_loaded.get_attribute)>(dlsym(h, "cuPointerGetAttribute"));
+      g_loaded.get_attributes =
+          reinterpret_cast<decltype(g_loaded.get_attributes)>(dlsym(h, "cuPointerGetAttributes"));
+    }
+  }
+  if (g_loaded.get_attribute != nullptr && g_loaded.get_attributes != nullptr)
+    g_api.store(&g_loaded, std::memory_order_release);
+}
+
+bool memtype_driver_loaded() { return g_api.load(std::memory_order_acquire) != nullptr; }
+
+void memtype_set_driver_for_testing(const DriverApi *api) { g_api.store(api, std::memory_order_release); }
+
+bool is_device(const void *p) {
+  const DriverApi *api = g_api.load(std::memory_order_acquire);
+  if (api == nullptr || p == nullptr) return false;
+  // cuPointerGetAttributes answers for plain host memory too (type 0), where
+  // cuPointerGetAttribute fails with CUDA_ERROR_INVALID_VALUE, an error
+  // compute-sanitizer reports on every host send. Managed memory reports
+  // DEVICE and is told apart by the second attribute.
+  unsigned long long type = 0, managed = 0;
+  int attrs[] = {cu::kAttrMemoryType, cu::kAttrIsManaged};
+  void *data[] = {&type, &managed};
+  if (api->get_attributes(2, attrs, data, reinterpret_cast<unsigned long long>(p)) != cu::kSuccess) {
+    unsigned t = 0;
+    if (api->get_attribute(&t, cu::kAttrMemoryType, reinterpret_cast<unsigned long long>(p)) != cu::kSuccess)
+      return false;
+    type = t;
+    api->get_attribute(&managed, cu::kAttrIsManaged, reinterpret_cast<unsigned long long>(p));
+  }
+  if (static_cast<unsigned>(type) != cu::kMemoryTypeDevice) return false;
+  return managed == 0;
+}
+
+PtrInfo query(const void *p) {
+  PtrInfo info;
+  const DriverApi *api = g_api.load(std::memory_order_acquire);
+  if (api == nullptr || p == nullptr) return info;
+  // Every slot is 8 zeroed bytes: the driver writes 1 (bool), 4 or 8 bytes
+  // depending on the attribute, and on a little-endian host the low bytes
+  // are what we read back.
+  unsigned long long type = 0, id = 0, managed = 0, ordinal = 0, ipc = 0, start = 0, size = 0;
+  int attrs[] = {cu::kAttrMemoryType,      cu::kAttrBufferId,        cu::kAttrIsManaged, cu::kAttrDeviceOrdinal,
+                 cu::kAttrIsLegacyIpcCapable, cu::kAttrRangeStartAddr, cu::kAttrRangeSize};
+  void *data[] = {&type, &id, &managed, &ordinal, &ipc, &start, &size};
+  const unsigned n = sizeof attrs / sizeof attrs[0];
+  if (api->get_attributes(n, attrs, data, reinterpret_cast<unsigned long long>(p)) != cu::kSuccess) {
+    // Older drivers reject attributes they do not know: ask the essentials.
+    unsigned t = 0;
+    if (api->get_attribute(&t, cu::kAttrMemoryType, reinterpret_cast<unsigned long long>(p)) != cu::kSuccess)
+      return info;
+    type = t;
+    api->get_attribute(&managed, cu::kAttrIsManaged, reinterpret_cast<unsigned long long>(p));
+    int o = -1;
+    api->get_attribute(&o, cu::kAttrDeviceOrdinal, reinterpret_cast<unsigned long long>(p));
+    ordinal = static_cast<unsigned long long>(static_cast<unsigned>(o));
+    ipc = 0;  // unknown: the staging path is always correct
+  }
+  if (static_cast<unsigned>(type) != cu::kMemoryTypeDevice) return info;
+  if (static_cast<unsigned>(managed) != 0) {
+    info.kind = MemKind::kManaged;
+    return info;
+  }
+  info.kind = MemKind::kDevice;
+  info.device = static_cast<int>(static_cast<unsigned>(ordinal));
+  info.buffer_id = id;
+  info.base = static_cast<std::uintptr_t>(start);
+  info.size = static_cast<std::size_t>(size);
+  info.ipc_capable = static_cast<unsigned>(ipc) != 0 && info.base != 0 && info.size != 0;
+  return info;
+}
+
+}  // namespace mpix::device

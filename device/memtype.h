@@ -1,0 +1,73 @@
+// Where a buffer lives, asked of the CUDA driver per call (allocations come
+// and go, so nothing is cached). Host-only C++ used by both builds: the
+// driver is found at run time with dlopen("libcuda.so.1"), so a build
+// without CUDA still recognises a device pointer (and rejects it cleanly)
+// when the application itself uses CUDA.
+#ifndef MPIX_DEVICE_MEMTYPE_H
+#define MPIX_DEVICE_MEMTYPE_H
+
+#include <cstddef>
+#include <cstdint>
+
+namespace mpix::device {
+
+enum class MemKind : std::uint8_t {
+  kHost,     // ordinary, pinned or registered host memory: the CPU may read it
+  kManaged,  // cudaMallocManaged: host-accessible, treated like host memory
+  kDevice,   // cudaMalloc / cudaMallocAsync / cuMemCreate: only the GPU reads it
+};
+
+// What the IPC and staging paths need to know about a device pointer.
+struct PtrInfo {
+  MemKind kind = MemKind::kHost;
+  int device = -1;               // ordinal of the GPU holding it
+  std::uint64_t buffer_id = 0;   // process-wide unique id of the allocation
+  std::uintptr_t base = 0;       // start of the allocation
+  std::size_t size = 0;          // bytes of the allocation
+  bool ipc_capable = false;      // cudaIpcGetMemHandle works on it (not pools, not VMM)
+};
+
+// The two driver entry points the query uses (CUresult-returning, raw ints
+// so that no CUDA header is needed). Tests substitute fakes.
+struct DriverApi {
+  int (*get_attribute)(void *data, int attribute, unsigned long long ptr);
+  int (*get_attributes)(unsigned n, int *attributes, void **data, unsigned long long ptr);
+};
+
+// Loads libcuda once (MPI_Init); later calls are free. MPIX_GPU=off (or
+// enabled == false) makes every buffer host memory without asking.
+void memtype_init(bool enabled);
+
+// True when the driver is loaded (device pointers are possible at all).
+bool memtype_driver_loaded();
+
+// Hot path: whether p is device memory the CPU cannot read. One driver call
+// (a VA lookup, or an immediate "not initialised" while the application has
+// not touched CUDA); no call at all without libcuda.
+bool is_device(const void *p);
+
+// Full description of p (a second driver call for device pointers).
+PtrInfo query(const void *p);
+
+// Tests: use `api` instead of the dlopen'ed driver (nullptr: no driver).
+void memtype_set_driver_for_testing(const DriverApi *api);
+
+// Values of the CUDA driver ABI used above (cuda.h; stable since CUDA 4/11.3).
+namespace cu {
+constexpr int kSuccess = 0;
+constexpr int kNotInitialized = 3;
+constexpr int kAttrMemoryType = 2;
+constexpr int kAttrBufferId = 7;
+constexpr int kAttrIsManaged = 8;
+constexpr int kAttrDeviceOrdinal = 9;
+constexpr int kAttrIsLegacyIpcCapable = 10;
+constexpr int kAttrRangeStartAddr = 11;
+constexpr int kAttrRangeSize = 12;
+constexpr unsigned kMemoryTypeHost = 1;
+constexpr unsigned kMemoryTypeDevice = 2;
+constexpr unsigned kMemoryTypeUnified = 4;
+}  // namespace cu
+
+}  // namespace mpix::device
+
+#endif

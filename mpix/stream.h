@@ -1,0 +1,131 @@
+// MPIX streams inside mpix: the stream objects, the communicators they are
+// attached to, and the queue of operations a GPU stream has not yet
+// reached.
+//
+// A host stream (no CUDA stream) runs each *_enqueue at once on the calling
+// thread. A GPU stream defers it: the calling thread appends an Op to the
+// stream's queue and pushes "write trigger := seq" (and, for blocking
+// operations, "wait for done >= seq") into the CUDA stream; the progress
+// thread starts the operation when it sees the trigger word reach seq, and
+// writes the done word when a blocking operation has completed.
+#ifndef MPIX_MPIX_STREAM_H
+#define MPIX_MPIX_STREAM_H
+
+#include <mpi.h>
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "device/stream_trigger.h"
+#include "mpix.h"
+
+namespace mpix::stream {
+
+struct Stream;
+
+// What an MPIX_Isend_enqueue/MPIX_Irecv_enqueue handle of a GPU stream
+// stands for. The handle is a generalized request (a valid MPI_Request that
+// can never collide with the MPI library's) until MPIX_Wait*_enqueue takes
+// it; the operation itself starts later, on the progress thread.
+struct EnqRequest {
+  MPI_Request handle = MPI_REQUEST_NULL;
+  Stream *stream = nullptr;
+  // Progress thread only, from here on.
+  MPI_Request inner = MPI_REQUEST_NULL;  // the started send/receive
+  bool done = false;
+  MPI_Status status{};
+};
+
+enum class OpType : std::uint8_t { kSend, kRecv, kIsend, kIrecv, kWait };
+
+// One deferred operation of a GPU stream. Written by the enqueuing thread
+// before it is queued; afterwards only the progress thread touches it.
+struct Op {
+  std::uint32_t seq = 0;
+  OpType type = OpType::kSend;
+  const char *func = "";  // the MPIX_ call that made it (error messages)
+  const void *sbuf = nullptr;
+  void *rbuf = nullptr;
+  int count = 0;
+  MPI_Datatype dtype = MPI_DATATYPE_NULL;
+  bool dtype_owned = false;  // a dup of a derived type, freed once started
+  int peer = MPI_PROC_NULL;
+  int tag = 0;
+  MPI_Comm comm = MPI_COMM_NULL;
+  MPI_Status *status_out = MPI_STATUS_IGNORE;  // kRecv, kWait
+  std::shared_ptr<EnqRequest> req;               // kIsend, kIrecv
+  std::vector<std::shared_ptr<EnqRequest>> waits;  // kWait (nullptr: was MPI_REQUEST_NULL)
+  MPI_Status *statuses_out = MPI_STATUSES_IGNORE;  // kWait from Waitall
+  bool waitall = false;
+  // Progress thread state.
+  bool started = false;
+  bool finished = false;
+  MPI_Request inner = MPI_REQUEST_NULL;  // kSend, kRecv
+};
+
+// Operations of one GPU stream not yet retired, in stream order.
+struct Queue {
+  std::mutex mutex;                       // guards ops (append vs. retire)
+  std::condition_variable room;           // signalled when ops are retired
+  std::deque<std::unique_ptr<Op>> ops;
+  std::size_t depth = 1024;               // MPIX_STREAM_QUEUE_DEPTH
+  std::uint32_t next_seq = 0;             // enqueuing thread only
+  // Progress thread only: started I*_enqueue requests not yet complete.
+  std::vector<std::shared_ptr<EnqRequest>> running;
+  std::atomic<std::size_t> running_count{0};  // running.size(), for other threads
+};
+
+struct Stream {
+  MPIX_Stream handle = MPIX_STREAM_NULL;
+  std::unique_ptr<gpu::StreamTrigger> trigger;  // nullptr: a host stream
+  std::unique_ptr<Queue> queue;                 // GPU streams
+  std::atomic<int> comms{0};                    // stream communicators using it
+  std::atomic<bool> in_use{false};              // an MPIX call runs on it now
+  bool gpu() const { return trigger != nullptr; }
+};
+
+// The live stream behind h, or nullptr (never created, freed, NULL).
+std::shared_ptr<Stream> stream_find(MPIX_Stream h);
+// The local stream of comm (a stream communicator), or nullptr.
+Stream *comm_stream(MPI_Comm comm);
+
+// Claims s for one MPIX call: a stream is a serial context, and two threads
+// inside it at once is an error we can detect cheaply.
+class StreamClaim {
+ public:
+  explicit StreamClaim(Stream *s) : s_(s), ok_(!s->in_use.exchange(true, std::memory_order_acquire)) {}
+  ~StreamClaim() {
+    if (ok_) s_->in_use.store(false, std::memory_order_release);
+  }
+  StreamClaim(const StreamClaim &) = delete;
+  StreamClaim &operator=(const StreamClaim &) = delete;
+  bool ok() const { return ok_; }
+
+ private:
+  Stream *s_;
+  bool ok_;
+};
+
+// ---- enqueue.cc: the GPU side of streams ----
+// Starts the progress thread's polling of s (a GPU stream); false if the
+// thread cannot run.
+bool gpu_stream_attach(const std::shared_ptr<Stream> &s);
+void gpu_stream_detach(Stream *s);
+// Whether a GPU stream still has operations queued or running.
+bool gpu_stream_busy(Stream *s);
+// Generalized-request handles of enqueued requests (for MPIX_Wait*_enqueue).
+void enq_request_insert(const std::shared_ptr<EnqRequest> &r);
+std::shared_ptr<EnqRequest> enq_request_find(MPI_Request h);
+// Forgets r's handle and returns it to MPI (MPIX_Wait*_enqueue took it).
+void enq_request_retire(EnqRequest &r);
+// MPI_Finalize: drops every stream and outstanding handle.
+void streams_finalize();
+
+}  // namespace mpix::stream
+
+#endif

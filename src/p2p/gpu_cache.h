@@ -1,0 +1,204 @@
+// Host-side bookkeeping of the GPU data paths, free of CUDA and MPI so that
+// unit tests run it on machines without a GPU: how a staged transfer is cut
+// into chunks, the receiver's cache of mapped CUDA-IPC allocations, and the
+// pool of pinned staging buffers.
+#ifndef MPIX_SRC_P2P_GPU_CACHE_H
+#define MPIX_SRC_P2P_GPU_CACHE_H
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <functional>
+#include <list>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+namespace mpix::p2p {
+
+// A staged transfer of `total` bytes moves as chunks of `chunk` bytes (the
+// last one shorter); both sides compute the same plan from the same numbers.
+struct ChunkPlan {
+  std::size_t total = 0;
+  std::size_t chunk = 1;
+  std::size_t count() const { return total == 0 ? 0 : (total + chunk - 1) / chunk; }
+  std::size_t offset(std::size_t i) const { return i * chunk; }
+  std::size_t length(std::size_t i) const {
+    const std::size_t off = offset(i);
+    return off >= total ? 0 : (total - off < chunk ? total - off : chunk);
+  }
+};
+
+inline ChunkPlan plan_chunks(std::size_t total, std::size_t chunk) {
+  return ChunkPlan{total, chunk == 0 ? 1 : chunk};
+}
+
+// Which allocation of which process: the exporter's identity, its base
+// address and the IPC handle bytes. The handle is part of the key because a
+// base address can be reused by a later allocation after a free; a new
+// allocation always comes with a new handle, so a stale mapping is never
+// used for it.
+struct IpcKey {
+  std::uint64_t host = 0;
+  std::int32_t pid = 0;
+  std::uint64_t base = 0;
+  unsigned char handle[64] = {};
+  std::string bytes() const {
+    std::string k(sizeof host + sizeof pid + sizeof base + sizeof handle, '\0');
+    char *p = &k[0];
+    std::memcpy(p, &host, sizeof host);
+    std::memcpy(p + sizeof host, &pid, sizeof pid);
+    std::memcpy(p + sizeof host + sizeof pid, &base, sizeof base);
+    std::memcpy(p + sizeof host + sizeof pid + sizeof base, handle, sizeof handle);
+    return k;
+  }
+};
+
+// The receiver's mapped peer allocations. A mapping keeps the exporter's
+// memory alive (the driver frees it only when every importer has closed
+// it), so the cache is bounded: least recently used mappings that no copy
+// is using are closed beyond `capacity` (0: close after every transfer).
+class IpcCache {
+ public:
+  using OpenFn = std::function<int(const IpcKey &, void **)>;
+  using CloseFn = std::function<void(void *)>;
+
+  IpcCache(std::size_t capacity, OpenFn open, CloseFn close)
+      : capacity_(capacity), open_(std::move(open)), close_(std::move(close)) {}
+  ~IpcCache() { clear(); }
+  IpcCache(const IpcCache &) = delete;
+  IpcCache &operator=(const IpcCache &) = delete;
+
+  // The local address of key's allocation, mapped now or earlier; the
+  // mapping stays open until release(). Returns 0 or the open error.
+  int acquire(const IpcKey &key, void **ptr) {
+    std::string k = key.bytes();
+    auto it = map_.find(k);
+    if (it != map_.end()) {
+      ++hits_;
+      Entry &e = it->second;
+      lru_.splice(lru_.end(), lru_, e.lru);
+      ++e.users;
+      *ptr = e.ptr;
+      return 0;
+    }
+    ++misses_;
+    void *p = nullptr;
+    if (int err = open_(key, &p)) return err;
+    lru_.push_back(k);
+    Entry e;
+    e.ptr = p;
+    e.users = 1;
+    e.lru = std::prev(lru_.end());
+    map_.emplace(std::move(k), e);
+    *ptr = p;
+    trim();
+    return 0;
+  }
+
+  void release(const IpcKey &key) {
+    auto it = map_.find(key.bytes());
+    if (it == map_.end()) return;
+    if (it->second.users > 0) --it->second.users;
+    trim();
+  }
+
+  // Closes every mapping no copy uses (all of them at MPI_Finalize).
+  void clear() {
+    for (auto it = map_.begin(); it != map_.end();) {
+      if (it->second.users == 0) {
+        close_(it->second.ptr);
+        lru_.erase(it->second.lru);
+        it = map_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+  }
+
+  std::size_t size() const { return map_.size(); }
+  std::size_t hits() const { return hits_; }
+  std::size_t misses() const { return misses_; }
+  std::size_t evictions() const { return evictions_; }
+
+ private:
+  struct Entry {
+    void *ptr = nullptr;
+    int users = 0;
+    std::list<std::string>::iterator lru;
+  };
+
+  void trim() {
+    for (auto l = lru_.begin(); map_.size() > capacity_ && l != lru_.end();) {
+      auto it = map_.find(*l);
+      if (it->second.users == 0) {
+        close_(it->second.ptr);
+        ++evictions_;
+        map_.erase(it);
+        l = lru_.erase(l);
+      } else {
+        ++l;
+      }
+    }
+  }
+
+  std::size_t capacity_;
+  OpenFn open_;
+  CloseFn close_;
+  std::unordered_map<std::string, Entry> map_;
+  std::list<std::string> lru_;  // front: least recently used
+  std::size_t hits_ = 0, misses_ = 0, evictions_ = 0;
+};
+
+// Pinned staging buffers of one size, allocated on demand and reused for
+// the life of the process (page-locking memory costs milliseconds; a message
+// must never pay it). It only grows: a transfer keeps at most its pipeline
+// depth of slots, so the pool is bounded by depth times the transfers in
+// flight, and every transfer can always get a slot (no cycle of transfers
+// waiting for each other's slots).
+class SlotPool {
+ public:
+  using AllocFn = std::function<void *(std::size_t)>;
+  using FreeFn = std::function<void(void *)>;
+
+  SlotPool(std::size_t slot_bytes, AllocFn alloc, FreeFn release)
+      : slot_bytes_(slot_bytes), alloc_(std::move(alloc)), free_(std::move(release)) {}
+  ~SlotPool() { clear(); }
+  SlotPool(const SlotPool &) = delete;
+  SlotPool &operator=(const SlotPool &) = delete;
+
+  std::size_t slot_bytes() const { return slot_bytes_; }
+
+  // A free slot, allocating one if none is free; nullptr if allocation fails.
+  void *acquire() {
+    if (!free_slots_.empty()) {
+      void *p = free_slots_.back();
+      free_slots_.pop_back();
+      return p;
+    }
+    void *p = alloc_(slot_bytes_);
+    if (p != nullptr) all_.push_back(p);
+    return p;
+  }
+  void release(void *p) { free_slots_.push_back(p); }
+
+  std::size_t allocated() const { return all_.size(); }
+  std::size_t idle() const { return free_slots_.size(); }
+
+  void clear() {
+    for (void *p : all_) free_(p);
+    all_.clear();
+    free_slots_.clear();
+  }
+
+ private:
+  std::size_t slot_bytes_;
+  AllocFn alloc_;
+  FreeFn free_;
+  std::vector<void *> all_;
+  std::vector<void *> free_slots_;
+};
+
+}  // namespace mpix::p2p
+
+#endif

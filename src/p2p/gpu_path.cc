@@ -1,0 +1,824 @@
+#include "gpu_path.h"
+
+#include <unistd.h>
+
+#include <array>
+#include <cstdio>
+#include <cstring>
+#include <memory>
+#include <unordered_map>
+#include <vector>
+
+#include "datatype.h"
+#include "device/copy.h"
+#include "device/gpu.h"
+#include "device/ipc.h"
+#include "device/memtype.h"
+#include "engine.h"
+#include "gpu_cache.h"
+#include "src/errors.h"
+
+namespace mpix::p2p {
+
+// The engine's channels, for the GPU protocols (friend of P2PComm).
+struct GpuAccess {
+  static MPI_Comm ctrl(const P2PComm &c) { return c.ctrl_; }
+  static MPI_Comm data(const P2PComm &c) { return c.data_; }
+  static int next_data_tag(P2PComm &c, int dest) {
+    std::uint32_t &next = c.next_data_tag_[static_cast<std::size_t>(dest)];
+    const int t = static_cast<int>(next);
+    next = next >= static_cast<std::uint32_t>(c.data_tag_limit_) ? 0 : next + 1;
+    return t;
+  }
+  static int transmit(P2PComm &c, const void *buf, int count, MPI_Datatype dtype, int dest, int tag, SendMode mode,
+                      Request *r, std::unique_lock<std::mutex> *lock) {
+    return c.transmit(buf, count, dtype, dest, tag, mode, r, lock);
+  }
+};
+
+namespace {
+
+// ---- wire formats ----
+
+// Follows the WireHeader of a kGpuRendezvous envelope.
+struct GpuRts {
+  std::uint64_t host;       // node identity (hostname and boot id)
+  std::int32_t pid;
+  std::int32_t device;      // sender's GPU ordinal
+  std::uint64_t base;       // allocation base in the sender's address space
+  std::uint64_t offset;     // where the data starts in the allocation
+  std::uint32_t flags;      // kRtsIpc: handle valid (contiguous data, exportable)
+  std::uint32_t reserved;
+  unsigned char handle[device::kIpcHandleBytes];
+};
+static_assert(sizeof(GpuRts) == 104, "GPU rendezvous descriptor layout");
+constexpr std::uint32_t kRtsIpc = 1;
+
+// The receiver's answer to a GPU rendezvous.
+struct GpuReply {
+  std::uint32_t mode;       // kReplyDone or kReplyStage
+  std::uint32_t reserved;
+  std::uint64_t chunk;      // kReplyStage: chunk size the receiver posts
+};
+constexpr std::uint32_t kReplyDone = 1;
+constexpr std::uint32_t kReplyStage = 2;
+
+// ---- process state ----
+
+GpuConfig g_config;
+GpuStats g_stats;
+std::uint64_t g_host = 0;
+std::int32_t g_pid = 0;
+
+struct Op;
+std::vector<std::unique_ptr<Op>> &ops() {
+  static std::vector<std::unique_ptr<Op>> v;
+  return v;
+}
+
+// Separate pools per direction: a send slot is released only when the
+// peer received it, a receive slot when its H2D copy finished, which never
+// waits on the network, so sends and receives cannot starve each other.
+std::unique_ptr<SlotPool> g_send_slots, g_recv_slots;
+std::unique_ptr<IpcCache> g_ipc;
+void *g_small = nullptr;  // pinned bounce buffer of eager device messages
+std::size_t g_small_bytes = 0;
+// Sender side: allocation id -> exported handle. Buffer ids are never
+// reused within a process, so an entry can never describe another
+// allocation; the table is only bounded for size.
+std::unordered_map<std::uint64_t, std::array<unsigned char, device::kIpcHandleBytes>> g_exported;
+
+std::uint64_t fnv(std::uint64_t h, const char *s, std::size_t n) {
+  for (std::size_t i = 0; i < n; ++i) h = (h ^ static_cast<unsigned char>(s[i])) * 1099511628211ull;
+  return h;
+}
+
+std::uint64_t node_identity() {
+  char name[256] = {};
+  gethostname(name, sizeof name - 1);
+  std::uint64_t h = fnv(14695981039346656037ull, name, std::strlen(name));
+  // Containers on different machines may share a host name; they never
+  // share a boot id. (A wrong "same node" only costs a failed IPC open,
+  // after which the transfer is staged.)
+  if (std::FILE *f = std::fopen("/proc/sys/kernel/random/boot_id", "r")) {
+    char id[64] = {};
+    const std::size_t n = std::fread(id, 1, sizeof id, f);
+    std::fclose(f);
+    h = fnv(h, id, n);
+  }
+  return h;
+}
+
+constexpr int kCudaErrorMemoryAllocation = 2;  // cudaErrorMemoryAllocation, for the messages
+
+int reply_tag(int data_tag) { return 1 + data_tag % 2147483646; }
+
+int cuda_error(int err, const char *what) {
+  if (err == device::kErrNoCuda) return error_code(Err::kDeviceBufferNoCuda);
+  std::fprintf(stderr, "[mpix] GPU %s failed: %s\n", what, device::error_string(err));
+  return MPI_ERR_OTHER;
+}
+
+// Memory a typed buffer touches: [lb, lb + bytes) relative to buf.
+struct Extent {
+  MPI_Aint lb = 0;
+  std::size_t bytes = 0;
+};
+
+Extent extent_of(MPI_Datatype dtype, int count) {
+  MPI_Count true_lb = 0, true_extent = 0, lb = 0, extent = 0;
+  PMPI_Type_get_true_extent_x(dtype, &true_lb, &true_extent);
+  PMPI_Type_get_extent_x(dtype, &lb, &extent);
+  Extent e;
+  if (count <= 0) return e;
+  MPI_Count first = true_lb, last = true_lb + true_extent;
+  const MPI_Count shift = static_cast<MPI_Count>(count - 1) * extent;
+  if (shift < 0) first += shift;
+  else last += shift;
+  e.lb = static_cast<MPI_Aint>(first);
+  e.bytes = static_cast<std::size_t>(last - first);
+  return e;
+}
+
+char *at(const void *buf, MPI_Aint off) {
+  return reinterpret_cast<char *>(reinterpret_cast<std::intptr_t>(buf) + off);
+}
+
+// Packs `bytes` bytes of (buf, count, dtype) on device `dev` into host `out`.
+int pack_device(const void *buf, int count, MPI_Datatype dtype, const Layout &l, int dev, char *out,
+                std::size_t bytes, MPI_Comm comm) {
+  if (bytes == 0) return MPI_SUCCESS;
+  if (l.contiguous) {
+    const int err = device::copy_sync(out, at(buf, l.true_lb), bytes, dev);
+    return err ? cuda_error(err, "copy to host") : MPI_SUCCESS;
+  }
+  // A host image of the extent, packed by the MPI library as usual.
+  const Extent e = extent_of(dtype, count);
+  auto image = std::make_unique<char[]>(e.bytes);
+  const int err = device::copy_sync(image.get(), at(buf, e.lb), e.bytes, dev);
+  if (err) return cuda_error(err, "copy to host");
+  return pack_bytes(at(image.get(), -e.lb), count, dtype, out, static_cast<int>(bytes), comm);
+}
+
+// Writes n packed bytes into a receive buffer anywhere.
+int unpack_anywhere(const char *packed, std::size_t n, void *rbuf, int count, MPI_Datatype dtype, MPI_Comm comm) {
+  if (n == 0) return MPI_SUCCESS;
+  const Layout l = layout_of(dtype, count);
+  const bool dev = device::is_device(rbuf);
+  const int elements = l.type_size > 0 ? static_cast<int>(static_cast<MPI_Count>(n) / l.type_size) : 0;
+  if (!dev) {
+    if (l.contiguous) {
+      std::memcpy(at(rbuf, l.true_lb), packed, n);
+      return MPI_SUCCESS;
+    }
+    return unpack_bytes(packed, static_cast<int>(n), rbuf, elements, dtype, comm);
+  }
+  if (!gpu::compiled_with_cuda()) return error_code(Err::kDeviceBufferNoCuda);
+  const int devno = device::query(rbuf).device;
+  if (l.contiguous) {
+    const int err = device::copy_sync(at(rbuf, l.true_lb), packed, n, devno);
+    return err ? cuda_error(err, "copy to device") : MPI_SUCCESS;
+  }
+  // Read the extent back first: unpacking writes only the typed bytes, and
+  // the gaps between them must keep what the device holds.
+  const Extent e = extent_of(dtype, count);
+  auto image = std::make_unique<char[]>(e.bytes);
+  int err = device::copy_sync(image.get(), at(rbuf, e.lb), e.bytes, devno);
+  if (err) return cuda_error(err, "copy to host");
+  const int rc = unpack_bytes(packed, static_cast<int>(n), at(image.get(), -e.lb), elements, dtype, comm);
+  if (rc != MPI_SUCCESS) return rc;
+  err = device::copy_sync(at(rbuf, e.lb), image.get(), e.bytes, devno);
+  return err ? cuda_error(err, "copy to device") : MPI_SUCCESS;
+}
+
+// An answer in flight; frees itself once sent.
+struct ReplySend final : progress::Pending {
+  GpuReply reply{};
+  void on_complete(const MPI_Status &) override { delete this; }  // NOLINT: self-owned until completion
+};
+
+int send_reply(const P2PComm &c, int dest, int data_tag, std::uint32_t mode, std::uint64_t chunk) {
+  auto s = std::make_unique<ReplySend>();
+  s->reply.mode = mode;
+  s->reply.chunk = chunk;
+  MPI_Request req = MPI_REQUEST_NULL;
+  const int rc = PMPI_Isend(&s->reply, sizeof s->reply, MPI_BYTE, dest, reply_tag(data_tag), GpuAccess::ctrl(c), &req);
+  if (rc == MPI_SUCCESS) progress::inflight().add(req, s.release());
+  return rc;
+}
+
+// ---- operations in flight ----
+
+// A GPU transfer in progress. Underlying PMPI requests are owned by small
+// Pending members (the inflight set calls back into them); the op is
+// destroyed by gpu_progress() once it is finished and none is outstanding.
+struct Op {
+  virtual ~Op() = default;
+  virtual void poll() = 0;
+  bool finished = false;
+  int outstanding = 0;  // PMPI requests in the inflight set
+};
+
+struct Piece;  // one chunk of a pipeline
+
+struct PieceDone final : progress::Pending {
+  Piece *piece = nullptr;
+  void on_complete(const MPI_Status &st) override;
+};
+
+struct Piece {
+  enum State { kIdle, kCopying, kNetwork, kLanded } state = kIdle;
+  Op *op = nullptr;
+  std::size_t index = 0;
+  void *slot = nullptr;
+  device::CopyEvent event = nullptr;
+  PieceDone done;
+  int error = MPI_SUCCESS;
+};
+
+void PieceDone::on_complete(const MPI_Status &st) {
+  --piece->op->outstanding;
+  if (st.MPI_ERROR != MPI_SUCCESS) piece->error = st.MPI_ERROR;
+  piece->state = Piece::kLanded;
+}
+
+// Sender of a GPU rendezvous.
+struct SendOp final : Op, progress::Pending {
+  std::shared_ptr<P2PComm> comm;
+  Request *r = nullptr;       // nonblocking: the user's request
+  bool *done_flag = nullptr;  // blocking: the caller's flag and code
+  int *rc_out = nullptr;
+  int dest = 0;
+  int data_tag = 0;
+  int device = 0;
+  const char *src = nullptr;            // contiguous device data, or
+  std::unique_ptr<char[]> packed;       // packed host copy (non-contiguous)
+  std::size_t bytes = 0;
+  GpuReply reply{};
+  bool staging = false;
+  ChunkPlan plan;
+  std::size_t next = 0, completed = 0;
+  std::vector<std::unique_ptr<Piece>> pieces;
+  int error = MPI_SUCCESS;
+
+  // The receiver's answer.
+  void on_complete(const MPI_Status &st) override {
+    --outstanding;
+    if (st.MPI_ERROR != MPI_SUCCESS) {
+      complete(st.MPI_ERROR);
+      return;
+    }
+    if (reply.mode == kReplyStage) {
+      staging = true;
+      plan = plan_chunks(bytes, static_cast<std::size_t>(reply.chunk));
+      ++g_stats.staged;
+      return;  // poll() runs the pipeline
+    }
+    ++g_stats.ipc;
+    complete(MPI_SUCCESS);
+  }
+
+  void complete(int rc) {
+    if (finished) return;
+    finished = true;
+    if (r != nullptr) {
+      r->inner_busy = false;
+      r->finish(MPI_PROC_NULL, MPI_ANY_TAG, rc, 0);
+    } else {
+      *rc_out = rc;
+      *done_flag = true;
+    }
+  }
+
+  void start_network(Piece &p) {
+    const std::size_t off = plan.offset(p.index), len = plan.length(p.index);
+    const void *from = p.slot != nullptr ? p.slot : static_cast<const void *>(packed.get() + off);
+    MPI_Request req = MPI_REQUEST_NULL;
+    const int rc = PMPI_Isend(from, static_cast<int>(len), MPI_BYTE, dest, data_tag, GpuAccess::data(*comm), &req);
+    if (rc != MPI_SUCCESS) {
+      error = rc;
+      p.state = Piece::kLanded;
+      return;
+    }
+    p.state = Piece::kNetwork;
+    ++outstanding;
+    progress::inflight().add(req, &p.done);
+  }
+
+  void poll() override {
+    if (!staging || finished) return;
+    // Retire landed pieces and advance copies into the network.
+    for (auto &pp : pieces) {
+      Piece &p = *pp;
+      if (p.state == Piece::kCopying) {
+        const int st = device::event_poll(p.event);
+        if (st == 0) continue;
+        if (st < 0) error = cuda_error(-st, "copy to host");
+        start_network(p);  // sent even after an error: the receiver expects every chunk
+      }
+      if (p.state == Piece::kLanded) {
+        if (p.error != MPI_SUCCESS) error = p.error;
+        if (p.slot != nullptr) g_send_slots->release(p.slot);
+        p.slot = nullptr;
+        p.state = Piece::kIdle;
+        ++completed;
+      }
+    }
+    // Start new chunks up to the pipeline depth (idle pieces are reused).
+    for (auto &pp : pieces) {
+      if (next >= plan.count()) break;
+      if (pp->state == Piece::kIdle) start_piece(*pp);
+    }
+    while (next < plan.count() && pieces.size() < static_cast<std::size_t>(g_config.depth)) {
+      pieces.push_back(std::make_unique<Piece>());
+      pieces.back()->op = this;
+      pieces.back()->done.piece = pieces.back().get();
+      start_piece(*pieces.back());
+    }
+    if (completed == plan.count()) complete(error);
+  }
+
+  void start_piece(Piece &p) {
+    p.index = next++;
+    p.error = MPI_SUCCESS;
+    if (packed) {
+      start_network(p);
+      return;
+    }
+    const std::size_t off = plan.offset(p.index), len = plan.length(p.index);
+    p.slot = g_send_slots->acquire();
+    int err = p.slot == nullptr ? kCudaErrorMemoryAllocation : 0;
+    if (!err) err = device::copy_async(p.slot, src + off, len, device, &p.event);
+    if (err) {
+      error = cuda_error(err, "copy to host");
+      if (p.slot == nullptr) {
+        // Nothing to send from: the receiver still needs the chunk's bytes.
+        packed_fallback(p);
+        return;
+      }
+      start_network(p);
+      return;
+    }
+    p.state = Piece::kCopying;
+  }
+
+  // A slot could not be had (pinned memory exhausted): send zeros of the
+  // right length so that both sides stay in step; the error is reported.
+  void packed_fallback(Piece &p) {
+    zeros.resize(plan.chunk);
+    p.slot = nullptr;
+    const std::size_t len = plan.length(p.index);
+    MPI_Request req = MPI_REQUEST_NULL;
+    PMPI_Isend(zeros.data(), static_cast<int>(len), MPI_BYTE, dest, data_tag, GpuAccess::data(*comm), &req);
+    p.state = Piece::kNetwork;
+    ++outstanding;
+    progress::inflight().add(req, &p.done);
+  }
+  std::vector<char> zeros;
+};
+
+// Receiver of a GPU rendezvous (IPC copy or staged chunks), or of a host
+// rendezvous whose destination is on the device.
+struct RecvOp final : Op, progress::Pending {
+  enum Mode { kIpc, kStage, kHostRendezvous } mode = kStage;
+  std::shared_ptr<P2PComm> comm;
+  Request *r = nullptr;
+  int source = 0, tag = 0, data_tag = 0;
+  std::size_t bytes = 0;       // what the sender sends
+  std::size_t deliver = 0;     // what fits (min(bytes, capacity))
+  int status = MPI_SUCCESS;    // MPI_ERR_TRUNCATE or an error
+  // Destination: contiguous (dst, on device dst_device or the host), or
+  // the packed buffer unpacked at the end.
+  char *dst = nullptr;
+  bool dst_on_device = false;
+  int dst_device = 0;
+  std::unique_ptr<char[]> packed;
+  // kIpc
+  IpcKey key;
+  bool mapped = false;
+  device::CopyEvent event = nullptr;
+  bool copying = false;
+  // kStage
+  ChunkPlan plan;
+  std::size_t next = 0, completed = 0;
+  std::vector<std::unique_ptr<Piece>> pieces;
+
+  void complete() {
+    if (finished) return;
+    finished = true;
+    if (packed && status != MPI_ERR_OTHER) {
+      const int rc = unpack_anywhere(packed.get(), deliver, r->rbuf, r->count, r->dtype, GpuAccess::ctrl(*comm));
+      if (rc != MPI_SUCCESS) status = rc;
+    }
+    if (mode == kIpc) {
+      if (mapped) g_ipc->release(key);
+      send_reply(*comm, source, data_tag, kReplyDone, 0);
+    }
+    r->inner_busy = false;
+    r->finish(source, tag, status, static_cast<MPI_Count>(deliver));
+  }
+
+  // kHostRendezvous: the whole message landed in `packed`.
+  void on_complete(const MPI_Status &st) override {
+    --outstanding;
+    if (st.MPI_ERROR != MPI_SUCCESS) status = st.MPI_ERROR;
+    complete();
+  }
+
+  void poll() override {
+    if (finished) return;
+    if (mode == kIpc) {
+      if (!copying) return;
+      const int st = device::event_poll(event);
+      if (st == 0) return;
+      copying = false;
+      if (st < 0) status = cuda_error(-st, "IPC copy");
+      complete();
+      return;
+    }
+    if (mode != kStage) return;
+    for (auto &pp : pieces) {
+      Piece &p = *pp;
+      if (p.state == Piece::kLanded && p.slot != nullptr && p.event == nullptr) {
+        // Landed in a pinned slot: up to the device, slot freed after.
+        const std::size_t off = plan.offset(p.index), len = plan.length(p.index);
+        const int err = device::copy_async(dst + off, p.slot, len, dst_device, &p.event);
+        if (err) {
+          status = cuda_error(err, "copy to device");
+          p.event = nullptr;
+        } else {
+          p.state = Piece::kCopying;
+          continue;
+        }
+      }
+      if (p.state == Piece::kCopying) {
+        const int st = device::event_poll(p.event);
+        if (st == 0) continue;
+        if (st < 0) status = cuda_error(-st, "copy to device");
+        p.state = Piece::kLanded;
+      }
+      if (p.state == Piece::kLanded) {
+        if (p.error != MPI_SUCCESS) status = p.error;
+        if (p.slot != nullptr) g_recv_slots->release(p.slot);
+        p.slot = nullptr;
+        p.event = nullptr;
+        p.state = Piece::kIdle;
+        ++completed;
+      }
+    }
+    for (auto &pp : pieces) {
+      if (next >= plan.count()) break;
+      if (pp->state == Piece::kIdle) post_piece(*pp);
+    }
+    while (next < plan.count() && pieces.size() < static_cast<std::size_t>(g_config.depth)) {
+      pieces.push_back(std::make_unique<Piece>());
+      pieces.back()->op = this;
+      pieces.back()->done.piece = pieces.back().get();
+      post_piece(*pieces.back());
+    }
+    if (completed == plan.count()) complete();
+  }
+
+  void post_piece(Piece &p) {
+    p.index = next++;
+    p.error = MPI_SUCCESS;
+    p.event = nullptr;
+    const std::size_t off = plan.offset(p.index), len = plan.length(p.index);
+    char *into = nullptr;
+    if (packed) into = packed.get() + off;
+    else if (!dst_on_device) into = dst + off;
+    else {
+      p.slot = g_recv_slots->acquire();
+      into = static_cast<char *>(p.slot);
+      if (into == nullptr) {
+        // No pinned memory: land it in pageable scratch, which the copy
+        // can read too (slower, still correct).
+        status = cuda_error(kCudaErrorMemoryAllocation, "pinned staging allocation");
+        scratch.resize(plan.chunk);
+        into = scratch.data();
+      }
+    }
+    MPI_Request req = MPI_REQUEST_NULL;
+    const int rc = PMPI_Irecv(into, static_cast<int>(len), MPI_BYTE, source, data_tag, GpuAccess::data(*comm), &req);
+    if (rc != MPI_SUCCESS) {
+      p.error = rc;
+      p.state = Piece::kLanded;
+      return;
+    }
+    p.state = Piece::kNetwork;
+    ++outstanding;
+    progress::inflight().add(req, &p.done);
+  }
+  std::vector<char> scratch;
+};
+
+Op *adopt(std::unique_ptr<Op> op) {
+  ops().push_back(std::move(op));
+  return ops().back().get();
+}
+
+std::array<unsigned char, device::kIpcHandleBytes> *exported_handle(const device::PtrInfo &info) {
+  auto it = g_exported.find(info.buffer_id);
+  if (it != g_exported.end()) return &it->second;
+  std::array<unsigned char, device::kIpcHandleBytes> h{};
+  if (device::ipc_export(reinterpret_cast<void *>(info.base), h.data()) != 0) return nullptr;
+  if (g_exported.size() >= 4096) g_exported.clear();
+  return &g_exported.emplace(info.buffer_id, h).first->second;
+}
+
+// The GPU whose context maps the next allocation (the one that copies).
+int g_open_device = 0;
+
+int ipc_open_key(const IpcKey &k, void **ptr) { return device::ipc_open(k.handle, g_open_device, ptr); }
+
+// The sender's side of a GPU rendezvous.
+int gpu_rendezvous(P2PComm &c, const void *buf, int count, MPI_Datatype dtype, const Layout &l, int dest, int tag,
+                   SendMode mode, Request *r, std::unique_lock<std::mutex> *lock) {
+  auto op = std::make_unique<SendOp>();
+  op->comm = c.shared_from_this();
+  op->dest = dest;
+  op->bytes = static_cast<std::size_t>(l.bytes);
+  const device::PtrInfo info = device::query(at(buf, l.true_lb));
+  op->device = info.device >= 0 ? info.device : device::current_device();
+
+  struct {
+    WireHeader h;
+    GpuRts rts;
+  } env{};
+  const bool with_descriptor = p2p_config().eager_limit >= sizeof(GpuRts);
+  if (l.contiguous) {
+    op->src = at(buf, l.true_lb);
+    env.rts.base = info.base;
+    env.rts.offset = reinterpret_cast<std::uintptr_t>(op->src) - info.base;
+    if (info.ipc_capable && !g_config.force_staging && with_descriptor) {
+      if (auto *h = exported_handle(info)) {
+        std::memcpy(env.rts.handle, h->data(), sizeof env.rts.handle);
+        env.rts.flags = kRtsIpc;
+      }
+    }
+  } else {
+    op->packed = std::make_unique<char[]>(op->bytes);
+    const int rc = pack_device(buf, count, dtype, l, op->device, op->packed.get(), op->bytes, GpuAccess::ctrl(c));
+    if (rc != MPI_SUCCESS) {
+      if (r != nullptr) r->finish(MPI_PROC_NULL, MPI_ANY_TAG, rc, 0);
+      return rc;
+    }
+  }
+  env.rts.host = g_host;
+  env.rts.pid = g_pid;
+  env.rts.device = op->device;
+  op->data_tag = GpuAccess::next_data_tag(c, dest);
+  env.h = WireHeader{tag, with_descriptor ? kGpuRendezvous : kGpuRendezvousBare, op->bytes, op->data_tag, 0};
+
+  // The answer's receive first, so that it never waits as unexpected.
+  MPI_Request req = MPI_REQUEST_NULL;
+  int rc = PMPI_Irecv(&op->reply, sizeof op->reply, MPI_BYTE, dest, reply_tag(op->data_tag), GpuAccess::ctrl(c), &req);
+  if (rc == MPI_SUCCESS) {
+    const int n = static_cast<int>(with_descriptor ? sizeof env : sizeof env.h);
+    rc = mode == SendMode::kBuffered ? PMPI_Bsend(&env, n, MPI_BYTE, dest, 0, GpuAccess::ctrl(c))
+                                     : PMPI_Send(&env, n, MPI_BYTE, dest, 0, GpuAccess::ctrl(c));
+    if (rc != MPI_SUCCESS) {
+      PMPI_Cancel(&req);
+      PMPI_Request_free(&req);
+    }
+  }
+  if (rc != MPI_SUCCESS) {
+    if (r != nullptr) r->finish(MPI_PROC_NULL, MPI_ANY_TAG, rc, 0);
+    return rc;
+  }
+  bool done = false;
+  int result = MPI_SUCCESS;
+  if (r != nullptr) {
+    op->r = r;
+    r->inner_busy = true;
+  } else {
+    op->done_flag = &done;
+    op->rc_out = &result;
+  }
+  op->outstanding = 1;
+  SendOp *raw = op.get();
+  adopt(std::move(op));
+  progress::inflight().add(req, static_cast<progress::Pending *>(raw));
+  if (r != nullptr) return MPI_SUCCESS;
+  while (!done) progress_wait(*lock);
+  return result;
+}
+
+// Eager-sized device data: through pinned memory into the engine's eager
+// path (one short D2H copy beats any handshake at these sizes).
+int gpu_eager(P2PComm &c, const void *buf, int count, MPI_Datatype dtype, const Layout &l, int dest, int tag,
+              SendMode mode, Request *r, std::unique_lock<std::mutex> *lock) {
+  const std::size_t bytes = static_cast<std::size_t>(l.bytes);
+  // Pinned once, at the eager limit; larger (buffered) sends use pageable
+  // memory rather than pinning per message.
+  if (g_small == nullptr && bytes <= p2p_config().eager_limit) {
+    g_small_bytes = p2p_config().eager_limit;
+    g_small = device::pinned_alloc(g_small_bytes);
+  }
+  std::unique_ptr<char[]> pageable;
+  char *out = bytes <= g_small_bytes ? static_cast<char *>(g_small) : nullptr;
+  if (out == nullptr) {
+    pageable = std::make_unique<char[]>(bytes);
+    out = pageable.get();
+  }
+  const int dev = device::query(at(buf, l.true_lb)).device;
+  int rc = pack_device(buf, count, dtype, l, dev, out, bytes, GpuAccess::ctrl(c));
+  if (rc != MPI_SUCCESS) {
+    if (r != nullptr) r->finish(MPI_PROC_NULL, MPI_ANY_TAG, rc, 0);
+    return rc;
+  }
+  ++g_stats.eager;
+  // The engine copies the bytes (or sends them) before returning: the
+  // bounce buffer is free again afterwards.
+  return GpuAccess::transmit(c, out, static_cast<int>(bytes), MPI_BYTE, dest, tag, mode, r, lock);
+}
+
+}  // namespace
+
+void gpu_start(const GpuConfig &config) {
+  g_config = config;
+  if (g_config.depth < 1) g_config.depth = 1;
+  if (g_config.chunk < 4096) g_config.chunk = 4096;
+  device::memtype_init(config.enabled);
+  g_host = node_identity();
+  g_pid = static_cast<std::int32_t>(getpid());
+  g_send_slots = std::make_unique<SlotPool>(g_config.chunk, device::pinned_alloc, device::pinned_free);
+  g_recv_slots = std::make_unique<SlotPool>(g_config.chunk, device::pinned_alloc, device::pinned_free);
+  g_ipc = std::make_unique<IpcCache>(g_config.ipc_cache, ipc_open_key, [](void *p) { device::ipc_close(p); });
+}
+
+void gpu_stop() {
+  // Transfers still running at MPI_Finalize are erroneous programs; their
+  // state is dropped with the pools.
+  ops().clear();
+  if (g_ipc) g_ipc->clear();
+  g_ipc.reset();
+  g_send_slots.reset();
+  g_recv_slots.reset();
+  device::pinned_free(g_small);
+  g_small = nullptr;
+  g_small_bytes = 0;
+  g_exported.clear();
+  // Without the driver nothing was ever created: touch no CUDA.
+  if (device::memtype_driver_loaded()) device::copy_finalize();
+}
+
+const GpuConfig &gpu_config() { return g_config; }
+GpuStats gpu_stats() { return g_stats; }
+
+bool gpu_transmit(P2PComm &c, const void *buf, int count, MPI_Datatype dtype, int dest, int tag, SendMode mode,
+                  Request *r, std::unique_lock<std::mutex> *lock, int *rc) {
+  if (count == 0 || !device::is_device(buf)) return false;
+  const Layout l = layout_of(dtype, count);
+  if (l.bytes == 0) return false;
+  if (!gpu::compiled_with_cuda()) {
+    *rc = error_code(Err::kDeviceBufferNoCuda);
+    if (r != nullptr) r->finish(MPI_PROC_NULL, MPI_ANY_TAG, *rc, 0);
+    return true;
+  }
+  const std::size_t bytes = static_cast<std::size_t>(l.bytes);
+  // Buffered sends keep the engine's semantics (a copy in the attached
+  // buffer): any size goes through host memory first.
+  if ((bytes <= p2p_config().eager_limit && mode != SendMode::kSync) || mode == SendMode::kBuffered)
+    *rc = gpu_eager(c, buf, count, dtype, l, dest, tag, mode, r, lock);
+  else
+    *rc = gpu_rendezvous(c, buf, count, dtype, l, dest, tag, mode, r, lock);
+  return true;
+}
+
+void gpu_keep_descriptor(Message &m) {
+  if (m.kind != kGpuRendezvous || m.payload == nullptr) {
+    m.payload = nullptr;
+    return;
+  }
+  m.descriptor = std::make_unique<char[]>(sizeof(GpuRts));
+  std::memcpy(m.descriptor.get(), m.payload, sizeof(GpuRts));
+  m.payload = m.descriptor.get();
+}
+
+bool gpu_deliver(P2PComm &c, Request *r, Message &m) {
+  const bool gpu_rndv = m.kind == kGpuRendezvous || m.kind == kGpuRendezvousBare;
+  const Layout l = gpu_rndv || (m.bytes > 0 && device::is_device(r->rbuf)) ? layout_of(r->dtype, r->count) : Layout{};
+  if (!gpu_rndv && (m.bytes == 0 || l.bytes == 0)) return false;
+  const std::size_t capacity = static_cast<std::size_t>(l.bytes);
+  const std::size_t deliver = m.bytes < capacity ? static_cast<std::size_t>(m.bytes) : capacity;
+  const int status = m.bytes > capacity ? MPI_ERR_TRUNCATE : MPI_SUCCESS;
+  r->queued = false;
+  r->st_source = m.source;
+  r->st_tag = m.tag;
+
+  if (m.kind == kEager) {
+    const int rc = unpack_anywhere(m.payload, deliver, r->rbuf, r->count, r->dtype, GpuAccess::ctrl(c));
+    ++g_stats.eager;
+    r->finish(m.source, m.tag, rc != MPI_SUCCESS ? rc : status, static_cast<MPI_Count>(deliver));
+    return true;
+  }
+
+  auto op = std::make_unique<RecvOp>();
+  op->comm = c.shared_from_this();
+  op->r = r;
+  op->source = m.source;
+  op->tag = m.tag;
+  op->data_tag = m.data_tag;
+  op->bytes = static_cast<std::size_t>(m.bytes);
+  op->deliver = deliver;
+  op->status = status;
+  const bool rdev = deliver > 0 && device::is_device(r->rbuf);
+  if (rdev && !gpu::compiled_with_cuda()) op->status = error_code(Err::kDeviceBufferNoCuda);
+  const bool direct = l.contiguous && m.bytes <= capacity && op->status == MPI_SUCCESS;
+  if (direct) {
+    op->dst = at(r->rbuf, l.true_lb);
+    op->dst_on_device = rdev;
+    op->dst_device = rdev ? device::query(op->dst).device : 0;
+  } else if (op->bytes > 0) {
+    op->packed = std::make_unique<char[]>(op->bytes);
+  }
+  r->inner_busy = true;
+
+  if (m.kind == kRendezvous) {
+    // The engine's host rendezvous into a device buffer: the payload lands
+    // in host memory (any send type may be received as MPI_PACKED) and goes
+    // up in one copy.
+    op->mode = RecvOp::kHostRendezvous;
+    if (!op->packed) op->packed = std::make_unique<char[]>(op->bytes);
+    ++g_stats.host_rendezvous;
+    MPI_Request req = MPI_REQUEST_NULL;
+    const int rc = PMPI_Irecv(op->packed.get(), static_cast<int>(op->bytes), MPI_PACKED, m.source, m.data_tag,
+                              GpuAccess::data(c), &req);
+    if (rc != MPI_SUCCESS) {
+      r->inner_busy = false;
+      r->finish(m.source, m.tag, rc, 0);
+      return true;
+    }
+    RecvOp *raw = op.get();
+    op->outstanding = 1;
+    adopt(std::move(op));
+    progress::inflight().add(req, static_cast<progress::Pending *>(raw));
+    return true;
+  }
+
+  // A GPU rendezvous: IPC when the sender offered a handle, the data is on
+  // this node, and it maps here; staging otherwise.
+  GpuRts rts{};
+  if (m.kind == kGpuRendezvous && m.payload != nullptr) std::memcpy(&rts, m.payload, sizeof rts);
+  const bool same_node = m.kind == kGpuRendezvous && rts.host == g_host;
+  void *peer = nullptr;
+  if (same_node && (rts.flags & kRtsIpc) && !g_config.force_staging && op->status != MPI_ERR_OTHER &&
+      op->status != error_code(Err::kDeviceBufferNoCuda) && gpu::compiled_with_cuda()) {
+    if (rts.pid == g_pid) {
+      peer = reinterpret_cast<void *>(static_cast<std::uintptr_t>(rts.base));  // ourselves: same address space
+    } else {
+      op->key.host = rts.host;
+      op->key.pid = rts.pid;
+      op->key.base = rts.base;
+      std::memcpy(op->key.handle, rts.handle, sizeof op->key.handle);
+      g_open_device = op->dst_on_device ? op->dst_device : device::current_device();
+      if (g_ipc->acquire(op->key, &peer) == 0) op->mapped = true;
+      else peer = nullptr;
+    }
+  }
+  if (peer != nullptr) {
+    op->mode = RecvOp::kIpc;
+    char *to = op->packed ? op->packed.get() : op->dst;
+    const std::size_t n = op->packed ? op->bytes : deliver;
+    const int dev = op->dst_on_device ? op->dst_device : device::current_device();
+    const int err = n == 0 ? 0 : device::copy_async(to, at(peer, static_cast<MPI_Aint>(rts.offset)), n, dev, &op->event);
+    if (err) {
+      op->status = cuda_error(err, "IPC copy");
+    } else if (n > 0) {
+      op->copying = true;
+    }
+    RecvOp *raw = op.get();
+    adopt(std::move(op));
+    if (!raw->copying) raw->complete();
+    return true;
+  }
+
+  op->mode = RecvOp::kStage;
+  op->plan = plan_chunks(op->bytes, g_config.chunk);
+  const int rc = send_reply(c, m.source, m.data_tag, kReplyStage, g_config.chunk);
+  if (rc != MPI_SUCCESS) op->status = rc;
+  RecvOp *raw = op.get();
+  adopt(std::move(op));
+  raw->poll();  // posts the first receives
+  return true;
+}
+
+int gpu_progress() {
+  auto &v = ops();
+  if (v.empty()) return 0;
+  int events = 0;
+  // poll() may add operations (never remove): iterate by index.
+  for (std::size_t i = 0; i < v.size(); ++i) v[i]->poll();
+  for (std::size_t i = 0; i < v.size();) {
+    if (v[i]->finished && v[i]->outstanding == 0) {
+      v.erase(v.begin() + static_cast<std::ptrdiff_t>(i));
+      ++events;
+    } else {
+      ++i;
+    }
+  }
+  return events;
+}
+
+}  // namespace mpix::p2p

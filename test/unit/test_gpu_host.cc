@@ -1,0 +1,301 @@
+// Host-side logic of the GPU point-to-point paths, without a GPU: chunk
+// planning, the IPC mapping cache, the pinned slot pool, and memory-type
+// detection against a fake CUDA driver (no driver, driver not initialised,
+// device / managed / host pointers).
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <vector>
+
+#include "device/memtype.h"
+#include "p2p/gpu_cache.h"
+
+using mpix::p2p::ChunkPlan;
+using mpix::p2p::IpcCache;
+using mpix::p2p::IpcKey;
+using mpix::p2p::plan_chunks;
+using mpix::p2p::SlotPool;
+
+TEST(GpuChunkPlan, CoversEveryByteOnce) {
+  for (std::size_t total : {0ul, 1ul, 4095ul, 4096ul, 4097ul, 12288ul, (256ul << 20) + 3}) {
+    for (std::size_t chunk : {1ul, 4096ul, 4ul << 20}) {
+      if (chunk == 1 && total > 65536) continue;  // millions of checks, nothing new
+      const ChunkPlan p = plan_chunks(total, chunk);
+      std::size_t sum = 0;
+      for (std::size_t i = 0; i < p.count(); ++i) {
+        EXPECT_EQ(p.offset(i), sum);
+        EXPECT_GT(p.length(i), 0u);
+        EXPECT_LE(p.length(i), chunk);
+        sum += p.length(i);
+      }
+      EXPECT_EQ(sum, total) << total << "/" << chunk;
+      EXPECT_EQ(p.length(p.count()), 0u);
+    }
+  }
+}
+
+TEST(GpuChunkPlan, ZeroChunkIsOneByte) {
+  const ChunkPlan p = plan_chunks(3, 0);
+  EXPECT_EQ(p.count(), 3u);
+}
+
+namespace {
+
+struct FakeIpc {
+  std::map<void *, int> open;  // mapping -> times opened
+  int next = 1;
+  int fail_next = 0;
+  IpcCache cache(std::size_t capacity) {
+    return IpcCache(
+        capacity,
+        [this](const IpcKey &, void **p) {
+          if (fail_next) return fail_next;
+          *p = reinterpret_cast<void *>(static_cast<std::uintptr_t>(0x1000 * next++));
+          open[*p]++;
+          return 0;
+        },
+        [this](void *p) {
+          ASSERT_EQ(open.count(p), 1u) << "closed a mapping that is not open";
+          open.erase(p);
+        });
+  }
+};
+
+IpcKey key(int pid, std::uint64_t base, unsigned char h) {
+  IpcKey k;
+  k.host = 42;
+  k.pid = pid;
+  k.base = base;
+  std::memset(k.handle, h, sizeof k.handle);
+  return k;
+}
+
+}  // namespace
+
+TEST(GpuIpcCache, MapsOncePerAllocation) {
+  FakeIpc f;
+  {
+    IpcCache c = f.cache(8);
+    void *a = nullptr, *b = nullptr;
+    ASSERT_EQ(c.acquire(key(1, 0x100, 7), &a), 0);
+    c.release(key(1, 0x100, 7));
+    ASSERT_EQ(c.acquire(key(1, 0x100, 7), &b), 0);
+    c.release(key(1, 0x100, 7));
+    EXPECT_EQ(a, b);
+    EXPECT_EQ(c.hits(), 1u);
+    EXPECT_EQ(c.misses(), 1u);
+    EXPECT_EQ(f.open.size(), 1u);
+  }
+  EXPECT_TRUE(f.open.empty()) << "destruction closes every mapping";
+}
+
+TEST(GpuIpcCache, ReusedAddressWithNewHandleIsANewMapping) {
+  // The sender freed and reallocated at the same base: a new handle, so the
+  // stale mapping must not be used for it.
+  FakeIpc f;
+  IpcCache c = f.cache(8);
+  void *a = nullptr, *b = nullptr, *d = nullptr;
+  ASSERT_EQ(c.acquire(key(1, 0x100, 7), &a), 0);
+  ASSERT_EQ(c.acquire(key(1, 0x100, 8), &b), 0);
+  ASSERT_EQ(c.acquire(key(2, 0x100, 7), &d), 0);  // another process, same numbers
+  EXPECT_NE(a, b);
+  EXPECT_NE(a, d);
+  EXPECT_EQ(c.size(), 3u);
+}
+
+TEST(GpuIpcCache, EvictsLeastRecentlyUsedButNeverInUse) {
+  FakeIpc f;
+  IpcCache c = f.cache(2);
+  void *p = nullptr;
+  ASSERT_EQ(c.acquire(key(1, 1, 1), &p), 0);  // stays in use
+  ASSERT_EQ(c.acquire(key(1, 2, 2), &p), 0);
+  c.release(key(1, 2, 2));
+  ASSERT_EQ(c.acquire(key(1, 3, 3), &p), 0);
+  c.release(key(1, 3, 3));
+  // Over capacity: key 2 (idle, oldest idle) went, key 1 (in use) stayed.
+  EXPECT_EQ(c.size(), 2u);
+  EXPECT_EQ(c.evictions(), 1u);
+  ASSERT_EQ(c.acquire(key(1, 1, 1), &p), 0);
+  EXPECT_EQ(c.hits(), 1u);
+  c.release(key(1, 1, 1));
+  c.release(key(1, 1, 1));
+  c.clear();
+  EXPECT_EQ(c.size(), 0u);
+  EXPECT_TRUE(f.open.empty());
+}
+
+TEST(GpuIpcCache, CapacityZeroClosesAfterEachTransfer) {
+  FakeIpc f;
+  IpcCache c = f.cache(0);
+  void *p = nullptr;
+  ASSERT_EQ(c.acquire(key(1, 1, 1), &p), 0);
+  EXPECT_EQ(f.open.size(), 1u) << "open while in use";
+  c.release(key(1, 1, 1));
+  EXPECT_TRUE(f.open.empty());
+}
+
+TEST(GpuIpcCache, OpenFailureLeavesNothing) {
+  FakeIpc f;
+  IpcCache c = f.cache(4);
+  f.fail_next = 201;
+  void *p = nullptr;
+  EXPECT_EQ(c.acquire(key(1, 1, 1), &p), 201);
+  EXPECT_EQ(c.size(), 0u);
+  c.release(key(1, 1, 1));  // harmless
+}
+
+TEST(GpuSlotPool, AllocatesOnceAndReuses) {
+  int allocs = 0, frees = 0;
+  {
+    SlotPool pool(
+        4096, [&](std::size_t n) { ++allocs; return std::malloc(n); },
+        [&](void *p) { ++frees; std::free(p); });
+    void *a = pool.acquire();
+    void *b = pool.acquire();
+    ASSERT_NE(a, nullptr);
+    ASSERT_NE(b, nullptr);
+    EXPECT_NE(a, b);
+    pool.release(a);
+    EXPECT_EQ(pool.acquire(), a);
+    pool.release(a);
+    pool.release(b);
+    for (int i = 0; i < 100; ++i) pool.release(pool.acquire());
+    EXPECT_EQ(allocs, 2);
+    EXPECT_EQ(pool.allocated(), 2u);
+    EXPECT_EQ(pool.idle(), 2u);
+  }
+  EXPECT_EQ(frees, 2);
+}
+
+TEST(GpuSlotPool, AllocationFailureIsNull) {
+  SlotPool pool(64, [](std::size_t) -> void * { return nullptr; }, [](void *) {});
+  EXPECT_EQ(pool.acquire(), nullptr);
+  EXPECT_EQ(pool.allocated(), 0u);
+}
+
+// ---- memory types against a fake driver ----
+namespace {
+
+namespace cu = mpix::device::cu;
+
+// [lo, hi): device memory of GPU 1; [mlo, mhi): managed memory.
+char g_device_mem[1 << 16];
+char g_managed_mem[4096];
+bool g_initialised = true;
+bool g_attributes_unsupported = false;
+int g_calls = 0;
+
+bool in(const void *p, const char *mem, std::size_t n) {
+  auto a = reinterpret_cast<std::uintptr_t>(p), lo = reinterpret_cast<std::uintptr_t>(mem);
+  return a >= lo && a < lo + n;
+}
+
+int fake_attr(void *data, int attr, unsigned long long ptr) {
+  ++g_calls;
+  if (!g_initialised) return cu::kNotInitialized;
+  const void *p = reinterpret_cast<const void *>(ptr);
+  const bool dev = in(p, g_device_mem, sizeof g_device_mem), man = in(p, g_managed_mem, sizeof g_managed_mem);
+  if (!dev && !man) return 1;  // CUDA_ERROR_INVALID_VALUE: plain host memory
+  switch (attr) {
+    case cu::kAttrMemoryType: *static_cast<unsigned *>(data) = cu::kMemoryTypeDevice; return 0;
+    case cu::kAttrIsManaged: *static_cast<unsigned *>(data) = man ? 1 : 0; return 0;
+    case cu::kAttrDeviceOrdinal: *static_cast<int *>(data) = 1; return 0;
+    default: return 1;
+  }
+}
+
+int fake_attrs(unsigned n, int *attrs, void **data, unsigned long long ptr) {
+  ++g_calls;
+  if (!g_initialised) return cu::kNotInitialized;
+  if (g_attributes_unsupported) return 1;
+  const void *p = reinterpret_cast<const void *>(ptr);
+  const bool dev = in(p, g_device_mem, sizeof g_device_mem), man = in(p, g_managed_mem, sizeof g_managed_mem);
+  for (unsigned i = 0; i < n; ++i) {
+    if (!dev && !man) continue;  // defaults stay zero, like the real call
+    switch (attrs[i]) {
+      case cu::kAttrMemoryType: *static_cast<unsigned *>(data[i]) = cu::kMemoryTypeDevice; break;
+      case cu::kAttrIsManaged: *static_cast<unsigned *>(data[i]) = man ? 1 : 0; break;
+      case cu::kAttrDeviceOrdinal: *static_cast<int *>(data[i]) = 1; break;
+      case cu::kAttrBufferId: *static_cast<unsigned long long *>(data[i]) = 77; break;
+      case cu::kAttrIsLegacyIpcCapable: *static_cast<bool *>(data[i]) = true; break;
+      case cu::kAttrRangeStartAddr:
+        *static_cast<unsigned long long *>(data[i]) = reinterpret_cast<std::uintptr_t>(g_device_mem);
+        break;
+      case cu::kAttrRangeSize: *static_cast<std::size_t *>(data[i]) = sizeof g_device_mem; break;
+      default: break;
+    }
+  }
+  return 0;
+}
+
+const mpix::device::DriverApi kFake{fake_attr, fake_attrs};
+
+class MemType : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    g_initialised = true;
+    g_attributes_unsupported = false;
+    g_calls = 0;
+    mpix::device::memtype_set_driver_for_testing(&kFake);
+  }
+  void TearDown() override { mpix::device::memtype_set_driver_for_testing(nullptr); }
+};
+
+}  // namespace
+
+TEST(MemTypeNoDriver, EverythingIsHost) {
+  mpix::device::memtype_set_driver_for_testing(nullptr);
+  EXPECT_FALSE(mpix::device::is_device(g_device_mem));
+  EXPECT_EQ(mpix::device::query(g_device_mem).kind, mpix::device::MemKind::kHost);
+  EXPECT_FALSE(mpix::device::memtype_driver_loaded());
+}
+
+TEST(MemTypeNoDriver, InitWithoutLibcudaOrDisabledIsHost) {
+  // On CI there is no libcuda.so.1; with it (GPU machine) a plain host
+  // buffer is still host. MPIX_GPU=off never asks.
+  mpix::device::memtype_init(true);
+  std::vector<char> host(64);
+  EXPECT_FALSE(mpix::device::is_device(host.data()));
+  EXPECT_FALSE(mpix::device::is_device(nullptr));
+  mpix::device::memtype_init(false);
+  EXPECT_FALSE(mpix::device::memtype_driver_loaded());
+}
+
+TEST_F(MemType, HostPointersCostOneCall) {
+  std::vector<char> host(64);
+  EXPECT_FALSE(mpix::device::is_device(host.data()));
+  EXPECT_EQ(g_calls, 1);
+  EXPECT_EQ(mpix::device::query(host.data()).kind, mpix::device::MemKind::kHost);
+}
+
+TEST_F(MemType, DriverNotInitialisedMeansHost) {
+  g_initialised = false;
+  EXPECT_FALSE(mpix::device::is_device(g_device_mem));
+  EXPECT_EQ(mpix::device::query(g_device_mem).kind, mpix::device::MemKind::kHost);
+}
+
+TEST_F(MemType, DevicePointerIsDescribed) {
+  EXPECT_TRUE(mpix::device::is_device(g_device_mem + 100));
+  const mpix::device::PtrInfo i = mpix::device::query(g_device_mem + 100);
+  EXPECT_EQ(i.kind, mpix::device::MemKind::kDevice);
+  EXPECT_EQ(i.device, 1);
+  EXPECT_EQ(i.buffer_id, 77u);
+  EXPECT_EQ(i.base, reinterpret_cast<std::uintptr_t>(g_device_mem));
+  EXPECT_EQ(i.size, sizeof g_device_mem);
+  EXPECT_TRUE(i.ipc_capable);
+}
+
+TEST_F(MemType, ManagedMemoryIsHostAccessible) {
+  EXPECT_FALSE(mpix::device::is_device(g_managed_mem));
+  EXPECT_EQ(mpix::device::query(g_managed_mem).kind, mpix::device::MemKind::kManaged);
+}
+
+TEST_F(MemType, OldDriverFallsBackWithoutIpc) {
+  g_attributes_unsupported = true;
+  const mpix::device::PtrInfo i = mpix::device::query(g_device_mem);
+  EXPECT_EQ(i.kind, mpix::device::MemKind::kDevice);
+  EXPECT_EQ(i.device, 1);
+  EXPECT_FALSE(i.ipc_capable) << "unknown exportability must take the staging path";
+}
