@@ -25,7 +25,7 @@ EXTRA_DIST += bench/README.md bench/run_p2p_benchmarks.sh
 # cudaMemcpy staging and NCCL (loaded at run time), in one program.
 if HAVE_CUDA
 noinst_PROGRAMS += bench/bench_gpu_p2p
-bench_bench_gpu_p2p_SOURCES = bench/bench_gpu_p2p.cu
+bench_bench_gpu_p2p_SOURCES = bench/bench_gpu_p2p.cu bench/nccl_loader.h
 bench_bench_gpu_p2p_LDADD = src/libmpix.la $(MPI_LIBS) $(CUDA_LIBS) -ldl
 bench_bench_gpu_p2p_LDFLAGS = -no-install
 bench_bench_gpu_p2p_LINK = $(LIBTOOL) $(AM_V_lt) --tag=CXX --mode=link $(CXX) $(AM_CXXFLAGS) $(CXXFLAGS) \
@@ -36,7 +36,7 @@ endif
 # stream against NCCL send/recv (loaded at run time), in one program.
 if HAVE_CUDA
 noinst_PROGRAMS += bench/bench_stream
-bench_bench_stream_SOURCES = bench/bench_stream.cu
+bench_bench_stream_SOURCES = bench/bench_stream.cu bench/nccl_loader.h
 bench_bench_stream_LDADD = src/libmpix.la $(MPI_LIBS) $(CUDA_LIBS) -ldl
 bench_bench_stream_LDFLAGS = -no-install
 bench_bench_stream_LINK = $(LIBTOOL) $(AM_V_lt) --tag=CXX --mode=link $(CXX) $(AM_CXXFLAGS) $(CXXFLAGS) \

@@ -7,6 +7,7 @@
 
 #include <memory>
 
+#include "datatype.h"
 #include "engine.h"
 #include "src/comm_table.h"
 #include "src/errors.h"
@@ -31,9 +32,7 @@ int tag_ub();
 // addresses, and with an empty type; an error only for a predefined,
 // non-empty type (as MPICH checks it).
 inline bool null_buffer_allowed(MPI_Datatype dtype) {
-  int nints = 0, naddrs = 0, ntypes = 0, combiner = MPI_COMBINER_NAMED;
-  PMPI_Type_get_envelope(dtype, &nints, &naddrs, &ntypes, &combiner);
-  if (combiner != MPI_COMBINER_NAMED) return true;
+  if (is_derived(dtype)) return true;
   MPI_Count size = 0;
   PMPI_Type_size_x(dtype, &size);
   return size == 0;

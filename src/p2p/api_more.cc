@@ -14,22 +14,19 @@ using namespace mpix::p2p;
 
 #if MPI_VERSION >= 4
 
-MPIX_INTERCEPT int MPI_Isendrecv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, int dest, int sendtag,
-                                 void *recvbuf, int recvcount, MPI_Datatype recvtype, int source, int recvtag,
-                                 MPI_Comm comm, MPI_Request *request) {
-  auto c = lookup(comm);
-  if (c)
-    if (int rc = check_pattern(comm, *c, source, recvtag, "MPI_Isendrecv")) return rc;
-  if (!c || !c->handled())
-    return PMPI_Isendrecv(sendbuf, sendcount, sendtype, dest, sendtag, recvbuf, recvcount, recvtype, source,
-                          recvtag, comm, request);
-  if (int cls = check_recv_args(*c, recvbuf, recvcount, recvtype, source, recvtag)) return raise_class(comm, cls);
-  if (int cls = check_send_args(*c, sendbuf, sendcount, sendtype, dest, sendtag)) return raise_class(comm, cls);
+namespace {
+
+// Starts a receive and a send as one request (the receive's handle, the send
+// its companion), as MPI_Isendrecv does; the send half owns scratch, if any.
+int start_pair(MPI_Comm comm, const std::shared_ptr<P2PComm> &c, const void *sendbuf, int sendcount,
+               MPI_Datatype sendtype, int dest, int sendtag, void *recvbuf, int recvcount, MPI_Datatype recvtype,
+               int source, int recvtag, std::unique_ptr<char[]> scratch, MPI_Request *request) {
   auto lock = engine_lock();
   Request *r = request_create(ReqKind::kRecv);
   init_request(r, c, nullptr, recvbuf, recvcount, recvtype, source, recvtag);
   Request *s = request_create(ReqKind::kSend);
   init_request(s, c, sendbuf, nullptr, sendcount, sendtype, dest, sendtag);
+  s->scratch = std::move(scratch);
   r->companion = s;
   r->active = s->active = true;
   *request = r->handle;
@@ -50,6 +47,23 @@ MPIX_INTERCEPT int MPI_Isendrecv(const void *sendbuf, int sendcount, MPI_Datatyp
   return rc == MPI_SUCCESS ? rc : raise_class(comm, rc);
 }
 
+}  // namespace
+
+MPIX_INTERCEPT int MPI_Isendrecv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, int dest, int sendtag,
+                                 void *recvbuf, int recvcount, MPI_Datatype recvtype, int source, int recvtag,
+                                 MPI_Comm comm, MPI_Request *request) {
+  auto c = lookup(comm);
+  if (c)
+    if (int rc = check_pattern(comm, *c, source, recvtag, "MPI_Isendrecv")) return rc;
+  if (!c || !c->handled())
+    return PMPI_Isendrecv(sendbuf, sendcount, sendtype, dest, sendtag, recvbuf, recvcount, recvtype, source,
+                          recvtag, comm, request);
+  if (int cls = check_recv_args(*c, recvbuf, recvcount, recvtype, source, recvtag)) return raise_class(comm, cls);
+  if (int cls = check_send_args(*c, sendbuf, sendcount, sendtype, dest, sendtag)) return raise_class(comm, cls);
+  return start_pair(comm, c, sendbuf, sendcount, sendtype, dest, sendtag, recvbuf, recvcount, recvtype, source,
+                    recvtag, nullptr, request);
+}
+
 MPIX_INTERCEPT int MPI_Isendrecv_replace(void *buf, int count, MPI_Datatype dtype, int dest, int sendtag,
                                          int source, int recvtag, MPI_Comm comm, MPI_Request *request) {
   auto c = lookup(comm);
@@ -68,30 +82,9 @@ MPIX_INTERCEPT int MPI_Isendrecv_replace(void *buf, int count, MPI_Datatype dtyp
     const int packed = pack_bytes(buf, count, dtype, scratch.get(), packed_size, comm);
     if (packed != MPI_SUCCESS) return raise_class(comm, packed);
   }
-  auto lock = engine_lock();
-  Request *r = request_create(ReqKind::kRecv);
-  init_request(r, c, nullptr, buf, count, dtype, source, recvtag);
-  Request *s = request_create(ReqKind::kSend);
-  init_request(s, c, scratch.get(), nullptr, packed_size, MPI_PACKED, dest, sendtag);
-  s->scratch = std::move(scratch);
-  r->companion = s;
-  r->active = s->active = true;
-  *request = r->handle;
-  int rc = MPI_SUCCESS;
-  if (source == MPI_PROC_NULL) {
-    c->op_started();
-    r->finish(MPI_PROC_NULL, MPI_ANY_TAG, MPI_SUCCESS, 0);
-  } else {
-    rc = c->start_recv(r);
-  }
-  if (dest == MPI_PROC_NULL) {
-    c->op_started();
-    s->finish(MPI_PROC_NULL, MPI_ANY_TAG, MPI_SUCCESS, 0);
-  } else if (rc == MPI_SUCCESS) {
-    rc = c->start_send(s);
-  }
-  lock.unlock();
-  return rc == MPI_SUCCESS ? rc : raise_class(comm, rc);
+  char *packed = scratch.get();
+  return start_pair(comm, c, packed, packed_size, MPI_PACKED, dest, sendtag, buf, count, dtype, source, recvtag,
+                    std::move(scratch), request);
 }
 
 namespace {
