@@ -42,3 +42,23 @@ bench_bench_stream_LDFLAGS = -no-install
 bench_bench_stream_LINK = $(LIBTOOL) $(AM_V_lt) --tag=CXX --mode=link $(CXX) $(AM_CXXFLAGS) $(CXXFLAGS) \
 	$(bench_bench_stream_LDFLAGS) $(LDFLAGS) -o $@
 endif
+
+# bench_jacobi: 2D Jacobi halo exchange per iteration, host-synchronised MPI
+# against stream-triggered (with and without overlap) and NCCL, one program.
+if HAVE_CUDA
+noinst_PROGRAMS += bench/bench_jacobi
+bench_bench_jacobi_SOURCES = bench/bench_jacobi.cu bench/nccl_loader.h
+bench_bench_jacobi_LDADD = src/libmpix.la $(MPI_LIBS) $(CUDA_LIBS) -ldl
+bench_bench_jacobi_LDFLAGS = -no-install
+bench_bench_jacobi_LINK = $(LIBTOOL) $(AM_V_lt) --tag=CXX --mode=link $(CXX) $(AM_CXXFLAGS) $(CXXFLAGS) \
+	$(bench_bench_jacobi_LDFLAGS) $(LDFLAGS) -o $@
+endif
+
+# bench_gpu_copy: the cost of one small host-driven GPU copy, per method
+# (what the small-message device path is built from). No MPI.
+if HAVE_CUDA
+noinst_PROGRAMS += bench/bench_gpu_copy
+bench_bench_gpu_copy_SOURCES = bench/bench_gpu_copy.cu
+bench_bench_gpu_copy_LDADD = $(CUDA_LIBS)
+bench_bench_gpu_copy_LINK = $(CXX) $(AM_CXXFLAGS) $(CXXFLAGS) $(LDFLAGS) -o $@
+endif

@@ -21,6 +21,8 @@ struct Nccl {
   int (*send)(const void *, std::size_t, int, int, NcclComm, cudaStream_t) = nullptr;
   int (*recv)(void *, std::size_t, int, int, NcclComm, cudaStream_t) = nullptr;
   int (*comm_destroy)(NcclComm) = nullptr;
+  int (*group_start)() = nullptr;  // for a send and a receive that must proceed together
+  int (*group_end)() = nullptr;
   bool load() {
     void *h = dlopen("libnccl.so.2", RTLD_NOW | RTLD_LOCAL);
     if (h == nullptr) h = dlopen("libnccl.so", RTLD_NOW | RTLD_LOCAL);
@@ -30,7 +32,9 @@ struct Nccl {
     send = reinterpret_cast<decltype(send)>(dlsym(h, "ncclSend"));
     recv = reinterpret_cast<decltype(recv)>(dlsym(h, "ncclRecv"));
     comm_destroy = reinterpret_cast<decltype(comm_destroy)>(dlsym(h, "ncclCommDestroy"));
-    return get_unique_id && comm_init_rank && send && recv && comm_destroy;
+    group_start = reinterpret_cast<decltype(group_start)>(dlsym(h, "ncclGroupStart"));
+    group_end = reinterpret_cast<decltype(group_end)>(dlsym(h, "ncclGroupEnd"));
+    return get_unique_id && comm_init_rank && send && recv && comm_destroy && group_start && group_end;
   }
 };
 

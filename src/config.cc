@@ -34,6 +34,9 @@ const ConfigVar kVars[] = {
     {"MPIX_GPU_PATH", "auto",
      "auto: device data between GPUs of one node moves by CUDA IPC, otherwise staged through pinned host "
      "memory; staging: always staged (testing, or where IPC is unwanted)"},
+    {"MPIX_GPU_EAGER_LIMIT", "8192",
+     "device-buffer sends up to this many bytes (and at most MPIX_EAGER_LIMIT) go as eager messages through a "
+     "pinned bounce buffer; larger ones by GPU rendezvous (CUDA IPC within a node: one copy, no host bounce)"},
     {"MPIX_GPU_CHUNK", "4194304",
      "bytes per chunk of the staged device-data pipeline (and size of each pinned staging buffer)"},
     {"MPIX_GPU_PIPELINE", "4", "chunks of one staged transfer in flight at once (copy/network overlap)"},
@@ -104,6 +107,10 @@ Config config_from_env(char *errors, int errors_len) {
     if (std::strcmp(v, "staging") == 0) c.gpu_force_staging = true;
     else if (std::strcmp(v, "auto") != 0 && std::strcmp(v, "ipc") != 0)
       append(errors, errors_len, "MPIX_GPU_PATH", v, "auto, ipc or staging");
+  }
+  if (const char *v = std::getenv("MPIX_GPU_EAGER_LIMIT")) {
+    if (!parse_int(v, 0, 1L << 30, &c.gpu_eager_limit))
+      append(errors, errors_len, "MPIX_GPU_EAGER_LIMIT", v, "0 .. 2^30");
   }
   if (const char *v = std::getenv("MPIX_GPU_CHUNK")) {
     if (!parse_int(v, 4096, 1L << 30, &c.gpu_chunk)) append(errors, errors_len, "MPIX_GPU_CHUNK", v, "4096 .. 2^30");

@@ -17,6 +17,7 @@ struct Config {
   int stream_queue_depth = 1024;   // MPIX_STREAM_QUEUE_DEPTH
   bool gpu = true;                 // MPIX_GPU
   bool gpu_force_staging = false;  // MPIX_GPU_PATH
+  long gpu_eager_limit = 8192;     // MPIX_GPU_EAGER_LIMIT
   long gpu_chunk = 4L << 20;       // MPIX_GPU_CHUNK
   int gpu_pipeline = 4;            // MPIX_GPU_PIPELINE
   long gpu_ipc_cache = 256;        // MPIX_GPU_IPC_CACHE

@@ -82,6 +82,7 @@ int runtime_start(int thread_provided, int thread_underlying) {
   p2p::GpuConfig gpu_config;
   gpu_config.enabled = g_runtime.config.gpu;
   gpu_config.force_staging = g_runtime.config.gpu_force_staging;
+  gpu_config.eager_limit = static_cast<std::size_t>(g_runtime.config.gpu_eager_limit);
   gpu_config.chunk = static_cast<std::size_t>(g_runtime.config.gpu_chunk);
   gpu_config.depth = g_runtime.config.gpu_pipeline;
   gpu_config.ipc_cache = static_cast<std::size_t>(g_runtime.config.gpu_ipc_cache);

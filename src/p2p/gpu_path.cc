@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <cstdio>
 #include <cstring>
@@ -679,7 +680,8 @@ bool gpu_transmit(P2PComm &c, const void *buf, int count, MPI_Datatype dtype, in
   const std::size_t bytes = static_cast<std::size_t>(l.bytes);
   // Buffered sends keep the engine's semantics (a copy in the attached
   // buffer): any size goes through host memory first.
-  if ((bytes <= p2p_config().eager_limit && mode != SendMode::kSync) || mode == SendMode::kBuffered)
+  const std::size_t eager = std::min(g_config.eager_limit, p2p_config().eager_limit);
+  if ((bytes <= eager && mode != SendMode::kSync) || mode == SendMode::kBuffered)
     *rc = gpu_eager(c, buf, count, dtype, l, dest, tag, mode, r, lock);
   else
     *rc = gpu_rendezvous(c, buf, count, dtype, l, dest, tag, mode, r, lock);

@@ -52,6 +52,7 @@ struct Message;
 struct GpuConfig {
   bool enabled = true;                        // MPIX_GPU
   bool force_staging = false;                 // MPIX_GPU_PATH=staging
+  std::size_t eager_limit = 8192;             // MPIX_GPU_EAGER_LIMIT (capped by MPIX_EAGER_LIMIT)
   std::size_t chunk = std::size_t{4} << 20;   // MPIX_GPU_CHUNK
   int depth = 4;                              // MPIX_GPU_PIPELINE
   std::size_t ipc_cache = 256;                // MPIX_GPU_IPC_CACHE

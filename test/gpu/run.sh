@@ -34,6 +34,27 @@ export PATH=$MP/usr/bin:$PATH
 export LD_LIBRARY_PATH=$MP/usr/lib/x86_64-linux-gnu:$MP/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 MPIEXEC=$MP/usr/bin/mpiexec.hydra
 
+# Two ranks on one GPU: without MPS every switch between the two processes'
+# GPU contexts is a time slice (~150 us per message seen on a single H200),
+# and kernels of different processes never run at once. MPS (a user-space
+# daemon; no GPU setting changes) gives both one context. compute-sanitizer
+# does not support MPS clients, so it is stopped around the sanitizer runs.
+export CUDA_MPS_PIPE_DIRECTORY=/tmp/mpix-mps-pipe CUDA_MPS_LOG_DIRECTORY=/tmp/mpix-mps-log
+mps_on=0
+mps_start() {
+  [ $mps_on = 1 ] && return
+  [ "${MPIX_RUN_MPS:-auto}" = 0 ] && return
+  [ "$(nvidia-smi -L 2>/dev/null | wc -l)" = 1 ] || [ "${MPIX_RUN_MPS:-auto}" = 1 ] || return
+  command -v nvidia-cuda-mps-control >/dev/null || { echo "(no nvidia-cuda-mps-control: ranks time-slice the GPU)"; return; }
+  mkdir -p "$CUDA_MPS_PIPE_DIRECTORY" "$CUDA_MPS_LOG_DIRECTORY"
+  nvidia-cuda-mps-control -d && mps_on=1 && echo "(MPS started: ranks share the one GPU's context)"
+}
+mps_stop() {
+  [ $mps_on = 1 ] || return 0
+  echo quit | nvidia-cuda-mps-control; mps_on=0; sleep 1
+}
+trap mps_stop EXIT
+
 log "configure + build"
 [ -x configure ] || ./autogen.sh
 gtest=--without-gtest
@@ -48,12 +69,14 @@ make -j"$(nproc)" >"$OUT/build.log" 2>&1 || { tail -n 40 "$OUT/build.log"; exit 
 check_rc=0 san_fail=0
 if has_stage tests || has_stage gpu-tests; then
 log "make check"
+mps_start
 # gpu-tests: only the GPU testlist (the CPU tests run in CI).
 only_gpu=()
 has_stage tests || only_gpu=(MPIX_TESTLISTS=test/gpu/testlist MPIX_UNIT_TESTS=)
 MPIX_TEST_LOGDIR="$OUT/test-logs" make check "${only_gpu[@]}" 2>&1 | tee "$OUT/check.log" | grep -E '^(PASS|FAIL|SKIP)|passed'
 check_rc=${PIPESTATUS[0]}
 
+mps_stop
 log "compute-sanitizer (memcheck) over the GPU tests"
 san_fail=0
 if command -v compute-sanitizer >/dev/null; then
@@ -87,6 +110,7 @@ if has_stage bench-cpu; then
   tail -n 80 "$OUT/p2p_benchmarks.txt"
 fi
 if has_stage bench-gpu; then
+mps_start
 log "benchmark: device-buffer ping-pong (mpix vs staged MPICH vs NCCL)"
 # About a minute; table in bench_gpu_p2p.txt, CSV beside it.
 if [ -x bench/bench_gpu_p2p ]; then
@@ -96,12 +120,33 @@ if [ -x bench/bench_gpu_p2p ]; then
   MPIX_GPU_PATH=staging timeout 60 "$MPIEXEC" -n 2 bench/bench_gpu_p2p "$OUT/bench_gpu_p2p_staging.csv" 67108864 \
     >"$OUT/bench_gpu_p2p_staging.txt" 2>&1 || echo "bench_gpu_p2p (staging) failed, see bench_gpu_p2p_staging.txt"
   cat "$OUT/bench_gpu_p2p_staging.txt"
+  # Small device messages by GPU rendezvous (one IPC copy) instead of eager.
+  MPIX_GPU_EAGER_LIMIT=0 timeout 60 "$MPIEXEC" -n 2 bench/bench_gpu_p2p "$OUT/bench_gpu_p2p_rndv.csv" 65536 \
+    >"$OUT/bench_gpu_p2p_rndv.txt" 2>&1 || echo "bench_gpu_p2p (rendezvous) failed, see bench_gpu_p2p_rndv.txt"
+  cat "$OUT/bench_gpu_p2p_rndv.txt"
 fi
 log "benchmark: stream-triggered ping-pong (MPIX_Send_enqueue/Recv_enqueue vs NCCL)"
 if [ -x bench/bench_stream ]; then
   timeout 90 "$MPIEXEC" -n 2 bench/bench_stream -m 67108864 >"$OUT/bench_stream.txt" 2>&1 ||
     echo "bench_stream failed (exit $?), see bench_stream.txt"
   cat "$OUT/bench_stream.txt"
+  MPIX_GPU_EAGER_LIMIT=0 timeout 60 "$MPIEXEC" -n 2 bench/bench_stream -m 65536 >"$OUT/bench_stream_rndv.txt" 2>&1 ||
+    echo "bench_stream (rendezvous) failed (exit $?), see bench_stream_rndv.txt"
+  cat "$OUT/bench_stream_rndv.txt"
+fi
+log "benchmark: one small GPU copy per method (the small-message path's parts)"
+if [ -x bench/bench_gpu_copy ]; then
+  { timeout 60 bench/bench_gpu_copy; timeout 60 bench/bench_gpu_copy --spin; } >"$OUT/bench_gpu_copy.txt" 2>&1 ||
+    echo "bench_gpu_copy failed (exit $?), see bench_gpu_copy.txt"
+  cat "$OUT/bench_gpu_copy.txt"
+fi
+log "benchmark: 2D Jacobi halo exchange (host-synchronised vs stream-triggered vs NCCL)"
+if [ -x bench/bench_jacobi ]; then
+  timeout 120 "$MPIEXEC" -n 2 bench/bench_jacobi >"$OUT/bench_jacobi.txt" 2>&1 || {
+    echo "bench_jacobi failed (exit $?), see bench_jacobi.txt"; bench_fail=1; }
+  cat "$OUT/bench_jacobi.txt"
 fi
 fi
+# The device tool brings back at most 8 files: everything goes into one archive.
+tar czf /tmp/gpu-run.tgz -C "$OUT" . && rm -rf "${OUT:?}"/* && mv /tmp/gpu-run.tgz "$OUT/"
 [ "$check_rc" = 0 ] && [ $san_fail = 0 ] && [ $bench_fail = 0 ]
