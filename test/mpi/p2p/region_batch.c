@@ -8,8 +8,10 @@
  * payload is checked and every message must be received exactly once by a
  * receive of its source and tag. Run with MPIX_VERBOSE=1 the testlist also
  * checks the statistics line (batches happened; with a GPU and
- * MPIX_GPU_MATCH_THRESHOLD=1, pairs matched on the GPU). */
+ * MPIX_GPU_MATCH_THRESHOLD=1, pairs matched on the GPU). REGION_BATCH_NEED_GPU
+ * (test/gpu/testlist): skip visibly where no NVIDIA device node exists. */
 #include <stdlib.h>
+#include <unistd.h>
 
 #include "mpix.h"
 #include "mtest.h"
@@ -114,6 +116,11 @@ int main(int argc, char **argv) {
   MPI_Init(&argc, &argv);
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
+  if (getenv("REGION_BATCH_NEED_GPU") && access("/dev/nvidiactl", F_OK) != 0) {
+    if (rank == 0) printf("skipped: no GPU\n");
+    MPI_Finalize();
+    return 77;
+  }
   n = getenv("REGION_BATCH_N") ? atoi(getenv("REGION_BATCH_N")) : 3000;
   if (n < NTAGS) n = NTAGS;
   MPI_Comm comm;
