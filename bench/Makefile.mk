@@ -62,3 +62,15 @@ bench_bench_gpu_copy_SOURCES = bench/bench_gpu_copy.cu
 bench_bench_gpu_copy_LDADD = $(CUDA_LIBS)
 bench_bench_gpu_copy_LINK = $(CXX) $(AM_CXXFLAGS) $(CXXFLAGS) $(LDFLAGS) -o $@
 endif
+
+# bench_gpu_match: GPU batch matcher (device/match_gpu.h) against the CPU
+# batch matcher on the same batches: kernel and end-to-end rates, bandwidth
+# floor; run by test/gpu/run.sh bench-match.
+if HAVE_CUDA
+noinst_PROGRAMS += bench/bench_gpu_match
+bench_bench_gpu_match_SOURCES = bench/bench_gpu_match.cu test/gpu/match_gen.h
+bench_bench_gpu_match_LDADD = device/libmpixdevice.la src/match/libmpixmatch.la $(CUDA_LIBS)
+bench_bench_gpu_match_LDFLAGS = -no-install
+bench_bench_gpu_match_LINK = $(LIBTOOL) $(AM_V_lt) --tag=CXX --mode=link $(CXX) $(AM_CXXFLAGS) $(CXXFLAGS) \
+	$(bench_bench_gpu_match_LDFLAGS) $(LDFLAGS) -o $@
+endif

@@ -32,6 +32,9 @@ int region(MPI_Comm comm, bool open, const char *func) {
     lock.unlock();
     return raise_error(comm, open ? Err::kRegionAlreadyOpen : Err::kRegionNotOpen, func);
   }
+  // Closing drains: what the region collected is matched (or queued in
+  // order) before receives posted after the close can come.
+  if (!open) c->region_flush();
   c->region_open = open;
   return MPI_SUCCESS;
 }

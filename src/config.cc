@@ -43,6 +43,9 @@ const ConfigVar kVars[] = {
     {"MPIX_GPU_IPC_CACHE", "256",
      "peer GPU allocations kept mapped by CUDA IPC (least recently used closed beyond; 0: close after each "
      "transfer). A mapping keeps the sender's freed memory allocated until closed"},
+    {"MPIX_GPU_MATCH_THRESHOLD", "131072",
+     "entries (arrivals + receives) from which an unordered region's batch is matched on the GPU instead of the "
+     "CPU (measured crossover on an H200: bench/RESULTS.md); 0: never on the GPU"},
 };
 
 template <class T>
@@ -121,6 +124,10 @@ Config config_from_env(char *errors, int errors_len) {
   if (const char *v = std::getenv("MPIX_GPU_IPC_CACHE")) {
     if (!parse_int(v, 0, 1L << 20, &c.gpu_ipc_cache))
       append(errors, errors_len, "MPIX_GPU_IPC_CACHE", v, "0 .. 1048576");
+  }
+  if (const char *v = std::getenv("MPIX_GPU_MATCH_THRESHOLD")) {
+    if (!parse_int(v, 0, 1L << 32, &c.gpu_match_threshold))
+      append(errors, errors_len, "MPIX_GPU_MATCH_THRESHOLD", v, "0 .. 2^32");
   }
   return c;
 }

@@ -21,6 +21,7 @@ struct Config {
   long gpu_chunk = 4L << 20;       // MPIX_GPU_CHUNK
   int gpu_pipeline = 4;            // MPIX_GPU_PIPELINE
   long gpu_ipc_cache = 256;        // MPIX_GPU_IPC_CACHE
+  long gpu_match_threshold = 131072;  // MPIX_GPU_MATCH_THRESHOLD
 };
 
 struct ConfigVar {

@@ -11,6 +11,7 @@
 #include "p2p/engine.h"
 #include "p2p/gpu_path.h"
 #include "p2p/liveness.h"
+#include "p2p/region_batch.h"
 #include "progress/thread.h"
 
 namespace mpix {
@@ -48,6 +49,22 @@ void print_configuration(const char *config_errors) {
   std::fflush(stderr);
 }
 
+// MPIX_VERBOSE statistics at MPI_Finalize, one line per rank that used an
+// unordered region.
+void print_statistics() {
+  if (g_runtime.config.verbose < 1) return;
+  const p2p::RegionBatchStats s = p2p::region_batch_stats();
+  if (s.batches == 0 && s.sequential == 0) return;
+  std::fprintf(stderr,
+               "[mpix] rank %d: region batches %llu (GPU %llu), pairs CPU %llu GPU %llu, sequential %llu, "
+               "GPU failures %llu\n",
+               g_runtime.world_rank, static_cast<unsigned long long>(s.batches),
+               static_cast<unsigned long long>(s.gpu_batches), static_cast<unsigned long long>(s.pairs_cpu),
+               static_cast<unsigned long long>(s.pairs_gpu), static_cast<unsigned long long>(s.sequential),
+               static_cast<unsigned long long>(s.gpu_errors));
+  std::fflush(stderr);
+}
+
 }  // namespace
 
 bool runtime_active() { return g_active.load(std::memory_order_acquire); }
@@ -79,6 +96,7 @@ int runtime_start(int thread_provided, int thread_underlying) {
   p2p_config.landing_slots = g_runtime.config.landing_slots;
   p2p_config.unexpected_limit = static_cast<std::size_t>(g_runtime.config.unexpected_limit);
   p2p::p2p_configure(p2p_config);
+  p2p::region_batch_configure(static_cast<std::size_t>(g_runtime.config.gpu_match_threshold));
   p2p::GpuConfig gpu_config;
   gpu_config.enabled = g_runtime.config.gpu;
   gpu_config.force_staging = g_runtime.config.gpu_force_staging;
@@ -108,6 +126,8 @@ int runtime_stop() {
   progress::thread_stop();
   p2p::liveness_stop();
   p2p::p2p_stop();
+  print_statistics();
+  p2p::region_batch_release();
   p2p::gpu_stop();  // after the engine: no transfer uses the pools any more
   CommTable::finalize();
   return MPI_SUCCESS;

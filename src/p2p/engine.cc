@@ -3,12 +3,14 @@
 
 #include <sched.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstring>
 
 #include "datatype.h"
 #include "liveness.h"
 #include "gpu_path.h"
+#include "region_batch.h"
 #include "src/errors.h"
 
 namespace mpix::p2p {
@@ -143,6 +145,14 @@ void P2PComm::on_arrival(Landing *slot) {
   m->kind = h.kind;
   m->data_tag = h.data_tag;
   m->payload = slot->buffer.get() + sizeof h;
+  if (region_open) {
+    // Matched at the next flush, after the landing buffer is reposted.
+    keep_unexpected(*m);
+    region_arrivals_.push_back(
+        match::BatchItem{match::BatchKey{0, m->source, m->tag}, reinterpret_cast<match::Cookie>(m.get())});
+    m.release();  // owned by region_arrivals_ until the flush
+    return;
+  }
   const match::ArriveResult res = matcher_->arrive(match::Key{m->source, m->tag},
                                                     reinterpret_cast<match::Cookie>(m.get()));
   if (res.matched()) {
@@ -150,19 +160,100 @@ void P2PComm::on_arrival(Landing *slot) {
     deliver(reinterpret_cast<Request *>(res.partner), *m);
     return;
   }
+  keep_unexpected(*m);
+  m.release();  // now owned by the matcher's queue, reclaimed by post/take/detach
+}
+
+void P2PComm::keep_unexpected(Message &m) {
   // Unexpected: the landing buffer is about to be reposted, so the payload
   // moves to memory of its own size (a flood of small messages costs what
   // they carry, not a landing buffer each).
-  if (m->kind == kEager && m->bytes > 0) {
-    m->owned = std::make_unique<char[]>(m->bytes);
-    std::memcpy(m->owned.get(), m->payload, m->bytes);
-    m->payload = m->owned.get();
+  if (m.kind == kEager && m.bytes > 0) {
+    m.owned = std::make_unique<char[]>(m.bytes);
+    std::memcpy(m.owned.get(), m.payload, m.bytes);
+    m.payload = m.owned.get();
   } else {
-    gpu_keep_descriptor(*m);
+    gpu_keep_descriptor(m);
   }
-  m->comm = weak_from_this();
-  unexpected_bytes_ += sizeof(Message) + (m->owned ? m->bytes : 0);
-  m.release();  // now owned by the matcher's queue, reclaimed by post/take/detach
+  m.comm = weak_from_this();
+  unexpected_bytes_ += sizeof(Message) + (m.owned ? m.bytes : 0);
+}
+
+int P2PComm::region_flush() {
+  if (!region_pending()) return 0;
+  // Local lists: deliveries below must not see half-processed members.
+  std::vector<match::BatchItem> arrivals, receives;
+  arrivals.swap(region_spare_[0]);
+  receives.swap(region_spare_[1]);
+  arrivals.swap(region_arrivals_);
+  receives.swap(region_receives_);
+  const int handled = static_cast<int>(arrivals.size() + receives.size());
+  const match::Stats st = matcher_->stats();
+  if (st.posted_depth == 0 && st.unexpected_depth == 0 && !arrivals.empty() && !receives.empty()) {
+    // Nothing older waits in the matcher, so the batch alone decides.
+    const RegionBatchView v = region_batch_match(arrivals, receives);
+    for (std::uint32_t i = 0; i < v.n_pairs; ++i) {
+      auto *r = reinterpret_cast<Request *>(v.pairs[i].receive_cookie);
+      std::unique_ptr<Message> m(reinterpret_cast<Message *>(v.pairs[i].arrival_cookie));
+      receive_unqueued();
+      unexpected_consumed(*m);
+      deliver(r, *m);
+    }
+    // Unmatched arrivals and receives share no key (the batch is maximal):
+    // they only queue.
+    for (std::uint32_t i = 0; i < v.n_unmatched_arrivals; ++i)
+      region_queue_arrival(arrivals[v.unmatched_arrivals[i]]);
+    for (std::uint32_t i = 0; i < v.n_unmatched_receives; ++i)
+      region_queue_receive(receives[v.unmatched_receives[i]]);
+  } else {
+    // Older receives or messages wait in the matcher and come first: one by
+    // one through it (the order of the two loops does not matter without
+    // wildcards; with them, older wildcard receives still come first).
+    region_batch_note_sequential(static_cast<std::uint64_t>(handled));
+    for (const match::BatchItem &a : arrivals) region_queue_arrival(a);
+    for (const match::BatchItem &r : receives) region_queue_receive(r);
+  }
+  arrivals.clear();
+  receives.clear();
+  region_spare_[0].swap(arrivals);
+  region_spare_[1].swap(receives);
+  return handled;
+}
+
+int P2PComm::region_progress() {
+  const bool settled = region_receives_.size() <= region_receives_seen_;
+  region_receives_seen_ = region_receives_.size();
+  if (!settled) return 0;
+  if (region_receives_.empty() && matcher_->stats().posted_depth == 0) return 0;
+  return region_flush();
+}
+
+void P2PComm::region_queue_arrival(const match::BatchItem &a) {
+  auto *m = reinterpret_cast<Message *>(a.cookie);
+  const match::ArriveResult res = matcher_->arrive(match::Key{a.key.source, a.key.tag}, a.cookie);
+  if (!res.matched()) return;  // stays unexpected (already counted)
+  std::unique_ptr<Message> owned(m);
+  receive_unqueued();
+  unexpected_consumed(*owned);
+  deliver(reinterpret_cast<Request *>(res.partner), *owned);
+}
+
+void P2PComm::region_queue_receive(const match::BatchItem &item) {
+  auto *r = reinterpret_cast<Request *>(item.cookie);
+  const match::PostResult res = matcher_->post(match::Key{item.key.source, item.key.tag}, item.cookie);
+  if (res.matched()) {
+    std::unique_ptr<Message> m(reinterpret_cast<Message *>(res.partner));
+    receive_unqueued();
+    unexpected_consumed(*m);
+    deliver(r, *m);
+    return;
+  }
+  if (res.status != match::Status::kQueued) {
+    receive_unqueued();
+    r->finish(MPI_ANY_SOURCE, MPI_ANY_TAG, MPI_ERR_INTERN, 0);
+    return;
+  }
+  r->match_handle = res.handle;  // r->queued stays set
 }
 
 int P2PComm::check_pattern(int source, int tag) const {
@@ -182,6 +273,16 @@ int P2PComm::start_recv(Request *r) {
   op_started();
   r->complete = false;
   r->st_cancelled = false;
+  if (region_open) {
+    // Matched at the next flush (progress, probe or region close); wildcards
+    // are refused inside a region (check_pattern), so the key is exact.
+    r->queued = true;
+    region_receives_.push_back(
+        match::BatchItem{match::BatchKey{0, r->peer, r->tag}, reinterpret_cast<match::Cookie>(r)});
+    receive_queued();
+    if (!parked_.empty()) unpark();
+    return MPI_SUCCESS;
+  }
   const match::PostResult res =
       matcher_->post(pattern_key(r->peer, r->tag), reinterpret_cast<match::Cookie>(r));
   if (res.matched()) {
@@ -237,7 +338,12 @@ void P2PComm::deliver(Request *r, Message &m) {
 }
 
 bool P2PComm::cancel(Request *r) {
-  if (!r->queued || !matcher_->cancel(r->match_handle)) return false;
+  if (!r->queued) return false;
+  const auto cookie = reinterpret_cast<match::Cookie>(r);
+  auto it = std::find_if(region_receives_.begin(), region_receives_.end(),
+                         [cookie](const match::BatchItem &b) { return b.cookie == cookie; });
+  if (it != region_receives_.end()) region_receives_.erase(it);  // not in the matcher yet
+  else if (!matcher_->cancel(r->match_handle)) return false;
   receive_unqueued();
   r->queued = false;
   r->st_cancelled = true;
@@ -246,11 +352,13 @@ bool P2PComm::cancel(Request *r) {
 }
 
 const Message *P2PComm::probe(int source, int tag) {
+  region_flush();  // collected arrivals become visible
   const match::ProbeResult res = matcher_->probe(pattern_key(source, tag));
   return res.found ? reinterpret_cast<const Message *>(res.cookie) : nullptr;
 }
 
 std::unique_ptr<Message> P2PComm::take(int source, int tag) {
+  region_flush();
   const match::ProbeResult res = matcher_->take(pattern_key(source, tag));
   std::unique_ptr<Message> m(res.found ? reinterpret_cast<Message *>(res.cookie) : nullptr);
   if (m) unexpected_consumed(*m);
@@ -379,6 +487,9 @@ void P2PComm::detach() {
   slots_.clear();
   posted_order_.clear();
   parked_.clear();
+  for (const match::BatchItem &a : region_arrivals_) delete reinterpret_cast<Message *>(a.cookie);  // NOLINT
+  region_arrivals_.clear();
+  region_receives_.clear();
   if (matcher_) {
     match::Drained left = matcher_->drain();
     // Messages nobody received (erroneous, or cancelled work): reclaim.
@@ -419,7 +530,12 @@ int progress_poll() {
   int n = progress::inflight().poll();
   n += gpu_progress();
   auto &comms = attached();
-  for (std::size_t i = 0; i < comms.size(); ++i) n += comms[i]->poll_landings();
+  for (std::size_t i = 0; i < comms.size(); ++i) {
+    n += comms[i]->poll_landings();
+    // One batch per progress step: the receives posted since the last step
+    // against every arrival the landing receives just took in.
+    if (comms[i]->region_pending()) n += comms[i]->region_progress();
+  }
   // Freed communicators whose last operation just ended.
   auto &v = attached();
   for (std::size_t i = 0; i < v.size();) {

@@ -70,6 +70,21 @@ class P2PComm final : public CommState, public std::enable_shared_from_this<P2PC
 
   bool region_open = false;
 
+  // ---- unordered regions: batch matching ----
+  // While a region is open, receives and arrivals are collected instead of
+  // matched one by one; region_flush() matches what was collected as one
+  // batch (src/p2p/region_batch.h; on the GPU when large) and hands the
+  // rest to the matcher. progress_poll() flushes after taking in arrivals,
+  // probes flush first, and closing the region flushes. Returns the number
+  // of entries handled.
+  bool region_pending() const { return !region_arrivals_.empty() || !region_receives_.empty(); }
+  int region_flush();
+  // progress_poll()'s flush: only once the application stopped posting
+  // (the receives did not grow since the last poll), so that a loop of
+  // MPI_Irecv makes one batch rather than many small ones; arrivals with no
+  // receive of the region and none in the matcher wait for receives.
+  int region_progress();
+
   // Errors a receive/probe pattern raises on this communicator (wildcards
   // asserted away or inside a region), as an Err index; -1 when fine.
   int check_pattern(int source, int tag) const;
@@ -158,6 +173,14 @@ class P2PComm final : public CommState, public std::enable_shared_from_this<P2PC
   bool freed_ = false;
   bool detach_requested_ = false;
   std::vector<char> send_scratch_;
+  // Region entries not matched yet (cookies: Message*, Request*), in order.
+  std::vector<match::BatchItem> region_arrivals_;
+  std::vector<match::BatchItem> region_receives_;
+  std::vector<match::BatchItem> region_spare_[2];  // capacity kept between flushes
+  std::size_t region_receives_seen_ = 0;  // region_receives_.size() at the last poll
+  void region_queue_arrival(const match::BatchItem &a);
+  void region_queue_receive(const match::BatchItem &r);
+  void keep_unexpected(Message &m);
 };
 
 // Detaches every handled communicator (MPI_Finalize).

@@ -9,7 +9,8 @@
 # Stages (default: tests): tests (build, make check, compute-sanitizer),
 # gpu-tests (the same with only the GPU testlist),
 # bench-cpu (matching engine and point-to-point benchmarks, native vs mpix,
-# on this quiet 16-core host), bench-gpu (the GPU benchmarks). The build
+# on this quiet 16-core host), bench-gpu (the GPU benchmarks), bench-match
+# (GPU batch matching against the CPU batch matcher). The build
 # always runs first, so any stage can run alone.
 #
 # The generated build files are carried because the GPU machine has no
@@ -81,7 +82,8 @@ log "compute-sanitizer (memcheck) over the GPU tests"
 san_fail=0
 if command -v compute-sanitizer >/dev/null; then
   for t in $(sed -n 's/^\([a-z_0-9]*\) .*/\1/p' test/gpu/testlist | sort -u); do
-    if compute-sanitizer --tool memcheck --error-exitcode 9 "test/gpu/$t" >"$OUT/sanitizer-$t.log" 2>&1; then
+    # GPU_MATCH_SMALL: gpu_match keeps its batches small under memcheck.
+    if GPU_MATCH_SMALL=1 compute-sanitizer --tool memcheck --error-exitcode 9 "test/gpu/$t" >"$OUT/sanitizer-$t.log" 2>&1; then
       echo "memcheck clean: $t"
     else
       echo "memcheck FAILED: $t (see sanitizer-$t.log)"; san_fail=1
@@ -146,6 +148,12 @@ if [ -x bench/bench_jacobi ]; then
     echo "bench_jacobi failed (exit $?), see bench_jacobi.txt"; bench_fail=1; }
   cat "$OUT/bench_jacobi.txt"
 fi
+fi
+if has_stage bench-match; then
+  log "benchmark: GPU batch matching vs the CPU batch matcher (bench_gpu_match)"
+  # About two minutes; table in bench_gpu_match.txt, CSV beside it.
+  timeout 300 bench/bench_gpu_match --csv "$OUT/bench_gpu_match.csv" >"$OUT/bench_gpu_match.txt" 2>&1 || bench_fail=1
+  cat "$OUT/bench_gpu_match.txt"
 fi
 # The device tool brings back at most 8 files: everything goes into one archive.
 tar czf /tmp/gpu-run.tgz -C "$OUT" . && rm -rf "${OUT:?}"/* && mv /tmp/gpu-run.tgz "$OUT/"

@@ -104,3 +104,9 @@ test_mpi_p2p_progress_rule_SOURCES = test/mpi/p2p/progress_rule.c
 test_mpi_p2p_progress_rule_CFLAGS = $(MPIX_CFLAGS) -I$(top_srcdir)/test/mpi
 test_mpi_p2p_progress_rule_LDADD = src/libmpix.la $(MPI_LIBS)
 test_mpi_p2p_progress_rule_LDFLAGS = -no-install
+# Batch matching inside unordered regions (src/p2p/region_batch.h).
+check_PROGRAMS += test/mpi/p2p/region_batch
+test_mpi_p2p_region_batch_SOURCES = test/mpi/p2p/region_batch.c
+test_mpi_p2p_region_batch_CFLAGS = $(MPIX_CFLAGS) -I$(top_srcdir)/test/mpi
+test_mpi_p2p_region_batch_LDADD = src/libmpix.la $(MPI_LIBS)
+test_mpi_p2p_region_batch_LDFLAGS = -no-install

@@ -1,0 +1,377 @@
+// GPU batch matching (see match_gpu.h for the algorithm and contract).
+//
+// Items of a batch are numbered 0..N-1: arrivals first (0..n_a-1), then
+// receives (n_a..N-1). Each distinct key is named by its representative, the
+// item that inserted it into the hash table; sorting the items stably by
+// representative gives, per key, a segment [start, aend) of arrivals then
+// [aend, end) of receives, both in input order.
+#include <cub/device/device_radix_sort.cuh>
+#include <cub/device/device_scan.cuh>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+
+#include "copy.h"
+#include "match_gpu.h"
+
+namespace mpix::device {
+
+using match::BatchCounts;
+using match::BatchItem;
+using match::BatchKey;
+using match::BatchOutput;
+using match::BatchPair;
+
+namespace {
+
+constexpr std::uint32_t kEmpty = 0xffffffffu;
+constexpr std::uint32_t kNone = 0xffffffffu;
+constexpr int kBlock = 256;
+
+// Grow-only device buffer: cudaMalloc only when a larger batch comes.
+struct DeviceBuffer {
+  void *ptr = nullptr;
+  std::size_t bytes = 0;
+  DeviceBuffer() = default;
+  DeviceBuffer(const DeviceBuffer &) = delete;
+  DeviceBuffer &operator=(const DeviceBuffer &) = delete;
+  ~DeviceBuffer() { reset(); }
+  void reset() {
+    if (ptr != nullptr) cudaFree(ptr);
+    ptr = nullptr;
+    bytes = 0;
+  }
+  cudaError_t reserve(std::size_t n) {
+    if (n <= bytes) return cudaSuccess;
+    reset();
+    // Headroom, so that a slowly growing batch does not reallocate each time.
+    const std::size_t want = n + n / 4;
+    const cudaError_t e = cudaMalloc(&ptr, want);
+    if (e == cudaSuccess) bytes = want;
+    return e;
+  }
+  template <class T>
+  T *as() const {
+    return static_cast<T *>(ptr);
+  }
+};
+
+// Makes the scratch's device current for the call and restores the caller's.
+class DeviceScope {
+ public:
+  explicit DeviceScope(int device) {
+    if (cudaGetDevice(&old_) != cudaSuccess) old_ = -1;
+    if (device >= 0 && device != old_) switched_ = cudaSetDevice(device) == cudaSuccess;
+  }
+  ~DeviceScope() {
+    if (switched_ && old_ >= 0) cudaSetDevice(old_);
+  }
+  DeviceScope(const DeviceScope &) = delete;
+  DeviceScope &operator=(const DeviceScope &) = delete;
+
+ private:
+  int old_ = -1;
+  bool switched_ = false;
+};
+
+__device__ __forceinline__ std::uint64_t mix64(std::uint64_t x) {
+  x ^= x >> 33;
+  x *= 0xff51afd7ed558ccdULL;
+  x ^= x >> 33;
+  x *= 0xc4ceb9fe1a85ec53ULL;
+  x ^= x >> 33;
+  return x;
+}
+
+__device__ __forceinline__ std::uint64_t hash_key(BatchKey k) {
+  const std::uint64_t st = (std::uint64_t{static_cast<std::uint32_t>(k.source)} << 32) |
+                           static_cast<std::uint32_t>(k.tag);
+  return mix64(st ^ (std::uint64_t{k.context} * 0x9e3779b97f4a7c15ULL));
+}
+
+__device__ __forceinline__ BatchKey key_of(const BatchItem *a, const BatchItem *r, std::uint32_t n_a,
+                                           std::uint32_t item) {
+  return item < n_a ? a[item].key : r[item - n_a].key;
+}
+
+__device__ __forceinline__ bool same(BatchKey x, BatchKey y) {
+  return x.context == y.context && x.source == y.source && x.tag == y.tag;
+}
+
+// Finds or inserts each item's key; rep[i]: the representative of i's key.
+__global__ void k_insert(const BatchItem *a, const BatchItem *r, std::uint32_t n_a, std::uint32_t n,
+                         std::uint32_t *table, std::uint32_t mask, std::uint32_t *rep, std::uint32_t *idx) {
+  for (std::uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
+    const BatchKey k = key_of(a, r, n_a, i);
+    std::uint32_t h = static_cast<std::uint32_t>(hash_key(k)) & mask;
+    std::uint32_t found = kEmpty;
+    for (;;) {
+      std::uint32_t owner = table[h];
+      if (owner == kEmpty) {
+        owner = atomicCAS(&table[h], kEmpty, i);
+        if (owner == kEmpty) {
+          found = i;
+          break;
+        }
+      }
+      if (same(key_of(a, r, n_a, owner), k)) {
+        found = owner;
+        break;
+      }
+      h = (h + 1) & mask;
+    }
+    rep[i] = found;
+    idx[i] = i;
+  }
+}
+
+// Segment bounds per representative, each written by exactly one thread.
+__global__ void k_segments(const std::uint32_t *rep, const std::uint32_t *idx, std::uint32_t n_a,
+                           std::uint32_t n, std::uint32_t *start, std::uint32_t *aend, std::uint32_t *end) {
+  for (std::uint32_t p = blockIdx.x * blockDim.x + threadIdx.x; p < n; p += gridDim.x * blockDim.x) {
+    const std::uint32_t s = rep[p];
+    const bool head = p == 0 || rep[p - 1] != s;
+    const bool tail = p + 1 == n || rep[p + 1] != s;
+    const bool arrival = idx[p] < n_a;
+    if (head) start[s] = p;
+    if (head && !arrival) aend[s] = p;
+    if (arrival && (tail || idx[p + 1] >= n_a)) aend[s] = p + 1;
+    if (tail) end[s] = p + 1;
+  }
+}
+
+// Pairs within each segment. flag[i]: arrival i matched / receive unmatched
+// (the entries that go to pairs and to unmatched_receives respectively).
+template <bool kFifo>
+__global__ void k_pair(const std::uint32_t *rep, const std::uint32_t *idx, std::uint32_t n_a, std::uint32_t n,
+                       const std::uint32_t *start, const std::uint32_t *aend, const std::uint32_t *end,
+                       std::uint32_t *partner, std::uint32_t *flag) {
+  for (std::uint32_t p = blockIdx.x * blockDim.x + threadIdx.x; p < n; p += gridDim.x * blockDim.x) {
+    const std::uint32_t s = rep[p];
+    const std::uint32_t item = idx[p];
+    const std::uint32_t st = start[s], ae = aend[s], en = end[s];
+    const std::uint32_t na = ae - st, nr = en - ae;
+    if (item < n_a) {
+      const std::uint32_t k = p - st;
+      const bool matched = k < nr;
+      partner[item] = matched ? idx[kFifo ? ae + k : en - 1 - k] - n_a : kNone;
+      flag[item] = matched;
+    } else {
+      const std::uint32_t k = p - ae;
+      // fifo: the first na receives are taken; unordered: the last na.
+      const bool matched = kFifo ? k < na : nr - 1 - k < na;
+      flag[item] = !matched;
+    }
+  }
+}
+
+__global__ void k_scatter(const BatchItem *a, const BatchItem *r, std::uint32_t n_a, std::uint32_t n,
+                          const std::uint32_t *partner, const std::uint32_t *flag, const std::uint32_t *pos,
+                          BatchOutput out, BatchCounts *counts) {
+  const std::uint32_t pairs = n_a > 0 ? pos[n_a - 1] + flag[n_a - 1] : 0;
+  for (std::uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
+    const std::uint32_t q = pos[i];
+    if (i < n_a) {
+      if (flag[i]) {
+        const std::uint32_t j = partner[i];
+        out.pairs[q] = BatchPair{i, j, a[i].cookie, r[j].cookie};
+      } else {
+        out.unmatched_arrivals[i - q] = i;
+      }
+    } else if (flag[i]) {
+      out.unmatched_receives[q - pairs] = i - n_a;
+    }
+    if (i + 1 == n) {
+      const std::uint32_t total = q + flag[i];
+      *counts = BatchCounts{pairs, n_a - pairs, total - pairs};
+    }
+  }
+}
+
+unsigned grid_for(std::uint32_t n) {
+  const std::uint32_t blocks = (n + kBlock - 1) / kBlock;
+  return std::max(1u, std::min(blocks, 1u << 20));
+}
+
+int bits_for(std::uint32_t n) {  // bits of the largest representative, n-1
+  int b = 1;
+  while (b < 32 && (std::uint64_t{1} << b) < n) ++b;
+  return b;
+}
+
+}  // namespace
+
+struct GpuMatchScratch::Impl {
+  int device = -1;
+  cudaStream_t stream = nullptr;  // own stream of the host-array variant
+  DeviceBuffer table, rep, idx, rep_sorted, idx_sorted, start, aend, end, partner, flag, pos, temp;
+  DeviceBuffer host_in, host_out;  // device copies of a host batch
+  BatchCounts *counts_dev = nullptr;
+  BatchCounts *counts_host = nullptr;  // pinned: the result's 12 bytes come back without staging
+
+  ~Impl() {
+    DeviceScope scope(device);
+    if (counts_dev != nullptr) cudaFree(counts_dev);
+    if (counts_host != nullptr) cudaFreeHost(counts_host);
+    if (stream != nullptr) cudaStreamDestroy(stream);
+  }
+
+  std::size_t bytes() const {
+    std::size_t b = 0;
+    for (const DeviceBuffer *d : {&table, &rep, &idx, &rep_sorted, &idx_sorted, &start, &aend, &end, &partner,
+                                  &flag, &pos, &temp, &host_in, &host_out})
+      b += d->bytes;
+    return b;
+  }
+
+  cudaError_t prepare(std::uint32_t n, std::uint32_t cap, cudaStream_t s) {
+    if (device < 0 && cudaGetDevice(&device) != cudaSuccess) return cudaErrorNoDevice;
+    cudaError_t e = cudaSuccess;
+    if (counts_dev == nullptr && (e = cudaMalloc(&counts_dev, sizeof(BatchCounts))) != cudaSuccess) return e;
+    if (counts_host == nullptr && (e = cudaMallocHost(&counts_host, sizeof(BatchCounts))) != cudaSuccess) return e;
+    const std::size_t words = std::size_t{n} * sizeof(std::uint32_t);
+    for (DeviceBuffer *d : {&rep, &idx, &rep_sorted, &idx_sorted, &start, &aend, &end, &partner, &flag, &pos})
+      if ((e = d->reserve(words)) != cudaSuccess) return e;
+    if ((e = table.reserve(std::size_t{cap} * sizeof(std::uint32_t))) != cudaSuccess) return e;
+    std::size_t sort_bytes = 0, scan_bytes = 0;
+    e = cub::DeviceRadixSort::SortPairs(nullptr, sort_bytes, rep.as<std::uint32_t>(), rep_sorted.as<std::uint32_t>(),
+                                        idx.as<std::uint32_t>(), idx_sorted.as<std::uint32_t>(), n, 0, bits_for(n), s);
+    if (e != cudaSuccess) return e;
+    e = cub::DeviceScan::ExclusiveSum(nullptr, scan_bytes, flag.as<std::uint32_t>(), pos.as<std::uint32_t>(), n, s);
+    if (e != cudaSuccess) return e;
+    return temp.reserve(std::max(sort_bytes, scan_bytes));
+  }
+
+  template <bool kFifo>
+  cudaError_t run(const BatchItem *a, std::uint32_t n_a, const BatchItem *r, std::uint32_t n_r,
+                  const BatchOutput &out, cudaStream_t s) {
+    const std::uint32_t n = n_a + n_r;
+    std::uint32_t cap = 64;
+    while (cap < 2u * n && cap < 0x80000000u) cap *= 2;
+    cudaError_t e = prepare(n, cap, s);
+    if (e != cudaSuccess) return e;
+    auto *table_p = table.as<std::uint32_t>();
+    auto *rep_p = rep.as<std::uint32_t>(), *idx_p = idx.as<std::uint32_t>();
+    auto *reps = rep_sorted.as<std::uint32_t>(), *idxs = idx_sorted.as<std::uint32_t>();
+    auto *st = start.as<std::uint32_t>(), *ae = aend.as<std::uint32_t>(), *en = end.as<std::uint32_t>();
+    auto *part = partner.as<std::uint32_t>(), *fl = flag.as<std::uint32_t>(), *ps = pos.as<std::uint32_t>();
+    const unsigned grid = grid_for(n);
+    if ((e = cudaMemsetAsync(table_p, 0xff, std::size_t{cap} * sizeof(std::uint32_t), s)) != cudaSuccess) return e;
+    k_insert<<<grid, kBlock, 0, s>>>(a, r, n_a, n, table_p, cap - 1, rep_p, idx_p);
+    std::size_t temp_bytes = temp.bytes;
+    e = cub::DeviceRadixSort::SortPairs(temp.ptr, temp_bytes, rep_p, reps, idx_p, idxs, n, 0, bits_for(n), s);
+    if (e != cudaSuccess) return e;
+    k_segments<<<grid, kBlock, 0, s>>>(reps, idxs, n_a, n, st, ae, en);
+    k_pair<kFifo><<<grid, kBlock, 0, s>>>(reps, idxs, n_a, n, st, ae, en, part, fl);
+    temp_bytes = temp.bytes;
+    if ((e = cub::DeviceScan::ExclusiveSum(temp.ptr, temp_bytes, fl, ps, n, s)) != cudaSuccess) return e;
+    k_scatter<<<grid, kBlock, 0, s>>>(a, r, n_a, n, part, fl, ps, out, counts_dev);
+    if ((e = cudaGetLastError()) != cudaSuccess) return e;
+    if ((e = cudaMemcpyAsync(counts_host, counts_dev, sizeof(BatchCounts), cudaMemcpyDeviceToHost, s)) !=
+        cudaSuccess)
+      return e;
+    return cudaStreamSynchronize(s);
+  }
+
+  template <bool kFifo>
+  int device_call(const BatchItem *a, std::uint32_t n_a, const BatchItem *r, std::uint32_t n_r,
+                  const BatchOutput &out, BatchCounts *counts, cudaStream_t s) {
+    if (n_a == 0 && n_r == 0) {
+      *counts = BatchCounts{0, 0, 0};
+      return 0;
+    }
+    if (std::uint64_t{n_a} + n_r >= kGpuMatchMaxItems) return cudaErrorInvalidValue;
+    DeviceScope scope(device);
+    const cudaError_t e = run<kFifo>(a, n_a, r, n_r, out, s);
+    if (e != cudaSuccess) return e;
+    *counts = *counts_host;
+    return 0;
+  }
+
+  template <bool kFifo>
+  int host_call(const BatchItem *a, std::uint32_t n_a, const BatchItem *r, std::uint32_t n_r,
+                const BatchOutput &out, BatchCounts *counts) {
+    if (n_a == 0 && n_r == 0) {
+      *counts = BatchCounts{0, 0, 0};
+      return 0;
+    }
+    if (std::uint64_t{n_a} + n_r >= kGpuMatchMaxItems) return cudaErrorInvalidValue;
+    if (device < 0 && cudaGetDevice(&device) != cudaSuccess) return cudaErrorNoDevice;
+    DeviceScope scope(device);
+    cudaError_t e = cudaSuccess;
+    if (stream == nullptr && (e = cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking)) != cudaSuccess)
+      return e;
+    const std::size_t in_a = std::size_t{n_a} * sizeof(BatchItem), in_r = std::size_t{n_r} * sizeof(BatchItem);
+    const std::uint32_t max_pairs = std::min(n_a, n_r);
+    const std::size_t out_p = std::size_t{max_pairs} * sizeof(BatchPair);
+    const std::size_t out_ua = std::size_t{n_a} * sizeof(std::uint32_t);
+    const std::size_t out_ur = std::size_t{n_r} * sizeof(std::uint32_t);
+    if ((e = host_in.reserve(in_a + in_r)) != cudaSuccess) return e;
+    if ((e = host_out.reserve(out_p + out_ua + out_ur)) != cudaSuccess) return e;
+    auto *da = host_in.as<BatchItem>();
+    auto *dr = da + n_a;
+    char *o = host_out.as<char>();
+    const BatchOutput dout{reinterpret_cast<BatchPair *>(o), reinterpret_cast<std::uint32_t *>(o + out_p),
+                           reinterpret_cast<std::uint32_t *>(o + out_p + out_ua)};
+    if (n_a > 0 && (e = cudaMemcpyAsync(da, a, in_a, cudaMemcpyHostToDevice, stream)) != cudaSuccess) return e;
+    if (n_r > 0 && (e = cudaMemcpyAsync(dr, r, in_r, cudaMemcpyHostToDevice, stream)) != cudaSuccess) return e;
+    if ((e = run<kFifo>(da, n_a, dr, n_r, dout, stream)) != cudaSuccess) return e;
+    const BatchCounts c = *counts_host;
+    // Only the filled parts come back.
+    if (c.pairs > 0 &&
+        (e = cudaMemcpyAsync(out.pairs, dout.pairs, std::size_t{c.pairs} * sizeof(BatchPair), cudaMemcpyDeviceToHost,
+                             stream)) != cudaSuccess)
+      return e;
+    if (c.unmatched_arrivals > 0 &&
+        (e = cudaMemcpyAsync(out.unmatched_arrivals, dout.unmatched_arrivals,
+                             std::size_t{c.unmatched_arrivals} * sizeof(std::uint32_t), cudaMemcpyDeviceToHost,
+                             stream)) != cudaSuccess)
+      return e;
+    if (c.unmatched_receives > 0 &&
+        (e = cudaMemcpyAsync(out.unmatched_receives, dout.unmatched_receives,
+                             std::size_t{c.unmatched_receives} * sizeof(std::uint32_t), cudaMemcpyDeviceToHost,
+                             stream)) != cudaSuccess)
+      return e;
+    if ((e = cudaStreamSynchronize(stream)) != cudaSuccess) return e;
+    *counts = c;
+    return 0;
+  }
+};
+
+GpuMatchScratch::GpuMatchScratch() : impl_(std::make_unique<Impl>()) {}
+GpuMatchScratch::~GpuMatchScratch() = default;
+std::size_t GpuMatchScratch::bytes() const { return impl_->bytes(); }
+void GpuMatchScratch::release() { impl_ = std::make_unique<Impl>(); }
+
+bool gpu_match_available() {
+  int n = 0;
+  return cudaGetDeviceCount(&n) == cudaSuccess && n > 0;
+}
+
+int gpu_match_batch_fifo(const BatchItem *arrivals, std::uint32_t n_arrivals, const BatchItem *receives,
+                         std::uint32_t n_receives, const BatchOutput &out, BatchCounts *counts,
+                         GpuMatchScratch &scratch) {
+  return scratch.impl()->host_call<true>(arrivals, n_arrivals, receives, n_receives, out, counts);
+}
+
+int gpu_match_batch_unordered(const BatchItem *arrivals, std::uint32_t n_arrivals, const BatchItem *receives,
+                              std::uint32_t n_receives, const BatchOutput &out, BatchCounts *counts,
+                              GpuMatchScratch &scratch) {
+  return scratch.impl()->host_call<false>(arrivals, n_arrivals, receives, n_receives, out, counts);
+}
+
+int gpu_match_batch_fifo_device(const BatchItem *arrivals, std::uint32_t n_arrivals, const BatchItem *receives,
+                                std::uint32_t n_receives, const BatchOutput &out, BatchCounts *counts,
+                                GpuMatchScratch &scratch, void *stream) {
+  return scratch.impl()->device_call<true>(arrivals, n_arrivals, receives, n_receives, out, counts,
+                                           static_cast<cudaStream_t>(stream));
+}
+
+int gpu_match_batch_unordered_device(const BatchItem *arrivals, std::uint32_t n_arrivals,
+                                     const BatchItem *receives, std::uint32_t n_receives, const BatchOutput &out,
+                                     BatchCounts *counts, GpuMatchScratch &scratch, void *stream) {
+  return scratch.impl()->device_call<false>(arrivals, n_arrivals, receives, n_receives, out, counts,
+                                            static_cast<cudaStream_t>(stream));
+}
+
+}  // namespace mpix::device
