@@ -20,3 +20,10 @@ else
 src_libmpixcore_la_SOURCES += device/stream_trigger_none.cc device/stream_trigger.h
 endif
 EXTRA_DIST += device/stream_trigger.cu device/stream_trigger_none.cc
+# Device-callable send/recv: the mailboxes behind MPIX_Device_comm.
+if HAVE_CUDA
+device_libmpixdevice_la_SOURCES += device/devcomm.cu device/devcomm.h
+else
+src_libmpixcore_la_SOURCES += device/devcomm_none.cc device/devcomm.h
+endif
+EXTRA_DIST += device/devcomm.cu device/devcomm_none.cc

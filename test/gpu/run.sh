@@ -9,7 +9,9 @@
 # Stages (default: tests): tests (build, make check, compute-sanitizer),
 # gpu-tests (the same with only the GPU testlist),
 # bench-cpu (matching engine and point-to-point benchmarks, native vs mpix,
-# on this quiet 16-core host), bench-gpu (the GPU benchmarks). The build
+# on this quiet 16-core host), bench-gpu (the GPU benchmarks), bench-dev
+# (device-initiated send/recv, bench/bench_dev_p2p), dev-tests (only the
+# dev_* lines of the GPU testlist, with memcheck and racecheck). The build
 # always runs first, so any stage can run alone.
 #
 # The generated build files are carried because the GPU machine has no
@@ -33,6 +35,27 @@ mkdir -p $MP && for f in .gpu-debs/*.deb; do dpkg -x "$f" $MP; done
 export PATH=$MP/usr/bin:$PATH
 export LD_LIBRARY_PATH=$MP/usr/lib/x86_64-linux-gnu:$MP/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 MPIEXEC=$MP/usr/bin/mpiexec.hydra
+
+# Two ranks on one GPU: without MPS every switch between the two processes'
+# GPU contexts is a time slice (~150 us per message seen on a single H200),
+# and kernels of different processes never run at once. MPS (a user-space
+# daemon; no GPU setting changes) gives both one context. compute-sanitizer
+# does not support MPS clients, so it is stopped around the sanitizer runs.
+export CUDA_MPS_PIPE_DIRECTORY=/tmp/mpix-mps-pipe CUDA_MPS_LOG_DIRECTORY=/tmp/mpix-mps-log
+mps_on=0
+mps_start() {
+  [ $mps_on = 1 ] && return
+  [ "${MPIX_RUN_MPS:-auto}" = 0 ] && return
+  [ "$(nvidia-smi -L 2>/dev/null | wc -l)" = 1 ] || [ "${MPIX_RUN_MPS:-auto}" = 1 ] || return
+  command -v nvidia-cuda-mps-control >/dev/null || { echo "(no nvidia-cuda-mps-control: ranks time-slice the GPU)"; return; }
+  mkdir -p "$CUDA_MPS_PIPE_DIRECTORY" "$CUDA_MPS_LOG_DIRECTORY"
+  nvidia-cuda-mps-control -d && mps_on=1 && echo "(MPS started: ranks share the one GPU's context)"
+}
+mps_stop() {
+  [ $mps_on = 1 ] || return 0
+  echo quit | nvidia-cuda-mps-control; mps_on=0; sleep 1
+}
+trap mps_stop EXIT
 
 log "configure + build"
 [ -x configure ] || ./autogen.sh
@@ -102,6 +125,33 @@ if [ -x bench/bench_stream ]; then
   timeout 90 "$MPIEXEC" -n 2 bench/bench_stream -m 67108864 >"$OUT/bench_stream.txt" 2>&1 ||
     echo "bench_stream failed (exit $?), see bench_stream.txt"
   cat "$OUT/bench_stream.txt"
+fi
+fi
+if has_stage dev-tests; then
+log "device send/recv tests (dev_* of the GPU testlist) + memcheck/racecheck"
+grep -E '^dev_' test/gpu/testlist >test/gpu/testlist-dev
+mps_start
+MPIX_TEST_TIMEOUT=100 MPIX_TEST_LOGDIR="$OUT/dev-logs" make check MPIX_TESTLISTS=test/gpu/testlist-dev MPIX_UNIT_TESTS= 2>&1 |
+  tee "$OUT/dev-check.log" | grep -E '^(PASS|FAIL|SKIP)|passed'
+[ "${PIPESTATUS[0]}" = 0 ] || check_rc=1
+mps_stop  # compute-sanitizer does not support MPS clients
+for tool in memcheck racecheck; do
+  if timeout 100 compute-sanitizer --tool $tool --error-exitcode 9 test/gpu/dev_p2p >"$OUT/sanitizer-dev-$tool.log" 2>&1; then
+    echo "$tool clean: dev_p2p (1 rank)"
+  else
+    echo "$tool FAILED: dev_p2p"; tail -n 20 "$OUT/sanitizer-dev-$tool.log"; san_fail=1
+  fi
+done
+(cd "$OUT" && tar czf dev-logs.tgz dev-logs && rm -rf dev-logs)
+fi
+if has_stage bench-dev; then
+log "benchmark: device-initiated MPIX_Send/MPIX_Recv (bench_dev_p2p)"
+mps_start
+# Many channels for the message-rate test (one tag per sending thread).
+if [ -x bench/bench_dev_p2p ]; then
+  MPIX_DEVICE_CHANNELS=1024 timeout 150 "$MPIEXEC" -n 2 bench/bench_dev_p2p "$OUT/bench_dev_p2p.csv" \
+    >"$OUT/bench_dev_p2p.txt" 2>&1 || { echo "bench_dev_p2p failed (exit $?)"; bench_fail=1; }
+  cat "$OUT/bench_dev_p2p.txt"
 fi
 fi
 [ "$check_rc" = 0 ] && [ $san_fail = 0 ] && [ $bench_fail = 0 ]
