@@ -10,13 +10,15 @@
 // (two processes; when both sit on one GPU without MPS their kernels are
 // time-sliced, which this number then measures), and "self" = two groups of
 // blocks of one kernel of rank 0 talking through its own mailbox (same
-// protocol and memory traffic, no second context).
+// protocol and memory traffic, no second context). "proxy"/"pxself": the
+// same ping-pong through the proxy path (MPIX_DEVICE_PATH=proxy).
 //   mpiexec -n 2 bench/bench_dev_p2p [CSV]
 #include <cuda_runtime.h>
 #include <mpi.h>
 
 #include <cstdio>
 #include <cstdlib>
+#include <stdlib.h>
 #include <vector>
 
 #include "mpix.h"
@@ -69,12 +71,12 @@ __device__ void pingpong(MPIX_Device_comm c, int peer, bool initiator, unsigned 
   if (initiator && threadIdx.x == 0) *ns = now_ns() - t0;
 }
 
-__global__ void pp_ipc(MPIX_Device_comm c, int peer, bool initiator, unsigned char *buf, size_t n, int iters,
+__global__ void __launch_bounds__(512) pp_ipc(MPIX_Device_comm c, int peer, bool initiator, unsigned char *buf, size_t n, int iters,
                        int warm, unsigned long long *ns) {
   pingpong(c, peer, initiator, buf, n, iters, warm, ns);
 }
 
-__global__ void pp_self(MPIX_Device_comm c, unsigned char *a, unsigned char *b, size_t n, int iters, int warm,
+__global__ void __launch_bounds__(512) pp_self(MPIX_Device_comm c, unsigned char *a, unsigned char *b, size_t n, int iters, int warm,
                         unsigned long long *ns) {
   pingpong(c, c.rank, blockIdx.x == 0, blockIdx.x == 0 ? a : b, n, iters, warm, ns);
 }
@@ -103,7 +105,8 @@ __global__ void rate_ipc(MPIX_Device_comm c, int peer, bool sending, int msgs, u
   rate_body(c, peer, sending, blockIdx.x * blockDim.x + threadIdx.x, msgs, first, last, bad);
 }
 
-__global__ void rate_self(MPIX_Device_comm c, int msgs, unsigned long long *first, unsigned long long *last,
+// Senders and receivers must be co-resident (they wait on each other).
+__global__ void __launch_bounds__(256, 2) rate_self(MPIX_Device_comm c, int msgs, unsigned long long *first, unsigned long long *last,
                           unsigned *bad) {
   const unsigned half = gridDim.x / 2;
   const bool sending = blockIdx.x < half;
@@ -125,12 +128,12 @@ __device__ void bw_body(MPIX_Device_comm c, int peer, bool sending, unsigned b, 
   if (threadIdx.x == 0) atomicMax(last, now_ns());
 }
 
-__global__ void bw_ipc(MPIX_Device_comm c, int peer, bool sending, unsigned char *buf, size_t n, int iters,
+__global__ void __launch_bounds__(512) bw_ipc(MPIX_Device_comm c, int peer, bool sending, unsigned char *buf, size_t n, int iters,
                        unsigned long long *first, unsigned long long *last) {
   bw_body(c, peer, sending, blockIdx.x, gridDim.x, buf, n, iters, first, last);
 }
 
-__global__ void bw_self(MPIX_Device_comm c, unsigned char *a, unsigned char *b, size_t n, int iters,
+__global__ void __launch_bounds__(512) bw_self(MPIX_Device_comm c, unsigned char *a, unsigned char *b, size_t n, int iters,
                         unsigned long long *first, unsigned long long *last) {
   const unsigned half = gridDim.x / 2;
   const bool sending = blockIdx.x < half;
@@ -190,6 +193,15 @@ int main(int argc, char **argv) {
     std::fprintf(stderr, "MPIX_Comm_device_handle failed\n");
     MPI_Abort(MPI_COMM_WORLD, 1);
   }
+  // The same through the proxy path (descriptors to the progress thread).
+  MPI_Comm pworld, pself;
+  MPIX_Comm_dup_nowildcard(MPI_COMM_WORLD, &pworld);
+  MPIX_Comm_dup_nowildcard(MPI_COMM_SELF, &pself);
+  MPIX_Device_comm pw{}, ps{};
+  setenv("MPIX_DEVICE_PATH", "proxy", 1);
+  const bool proxy_ok = MPIX_Comm_device_handle(pworld, &pw) == MPI_SUCCESS &&
+                        MPIX_Comm_device_handle(pself, &ps) == MPI_SUCCESS;
+  unsetenv("MPIX_DEVICE_PATH");
   const size_t maxn = 16u << 20;
   unsigned char *a = nullptr, *b = nullptr;
   CK(cudaMalloc(&a, maxn));
@@ -222,6 +234,27 @@ int main(int argc, char **argv) {
         pp_ipc<<<1, 512>>>(hw, 1 - g_rank, g_rank == 0, a, n, it, 2, t.d);
         CK(cudaDeviceSynchronize());
         if (g_rank == 0) row("latency", "ipc", n, t.get()[0] / 1e3 / (2.0 * it), "us");
+      }
+    }
+  }
+
+  // ---- proxy latency ----
+  for (size_t n = 8; proxy_ok && n <= maxn; n *= 16) {
+    const int iters = n >= (1u << 20) ? 10 : 200;
+    if (g_rank == 0) {
+      t.reset();
+      pp_self<<<2, 512>>>(ps, a, b, n, iters, 5, t.d);
+      CK(cudaDeviceSynchronize());
+      row("latency", "pxself", n, t.get()[0] / 1e3 / (2.0 * iters), "us");
+    }
+    if (size >= 2) {
+      MPI_Barrier(MPI_COMM_WORLD);
+      const int it = n >= (1u << 20) ? 5 : ipc_iters;
+      if (g_rank < 2) {
+        t.reset();
+        pp_ipc<<<1, 512>>>(pw, 1 - g_rank, g_rank == 0, a, n, it, 2, t.d);
+        CK(cudaDeviceSynchronize());
+        if (g_rank == 0) row("latency", "proxy", n, t.get()[0] / 1e3 / (2.0 * it), "us");
       }
     }
   }
@@ -305,6 +338,8 @@ int main(int argc, char **argv) {
   cudaFree(bad);
   MPI_Comm_free(&world);
   MPI_Comm_free(&self);
+  MPI_Comm_free(&pworld);
+  MPI_Comm_free(&pself);
   MPI_Finalize();
   return 0;
 }

@@ -59,4 +59,40 @@ DevComm::~DevComm() {
   if (mailbox_) cudaFree(mailbox_);
 }
 
+void *mapped_alloc(std::size_t bytes) {
+  int n = 0;
+  if (cudaGetDeviceCount(&n) != cudaSuccess || n == 0) return nullptr;
+  void *p = nullptr;
+  if (cudaHostAlloc(&p, bytes, cudaHostAllocMapped | cudaHostAllocPortable) != cudaSuccess) return nullptr;
+  __builtin_memset(p, 0, bytes);
+  void *d = nullptr;
+  // The device calls use the pointer as is: unified addressing must map it
+  // to the same address (true on every 64-bit platform CUDA supports).
+  if (cudaHostGetDevicePointer(&d, p, 0) != cudaSuccess || d != p) {
+    cudaFreeHost(p);
+    return nullptr;
+  }
+  return p;
+}
+
+void mapped_free(void *p) {
+  if (p) cudaFreeHost(p);
+}
+
+void *device_alloc_zero(std::size_t bytes) {
+  int n = 0;
+  if (cudaGetDeviceCount(&n) != cudaSuccess || n == 0) return nullptr;
+  void *p = nullptr;
+  if (cudaMalloc(&p, bytes) != cudaSuccess) return nullptr;
+  if (cudaMemset(p, 0, bytes) != cudaSuccess || cudaDeviceSynchronize() != cudaSuccess) {
+    cudaFree(p);
+    return nullptr;
+  }
+  return p;
+}
+
+void device_free(void *p) {
+  if (p) cudaFree(p);
+}
+
 }  // namespace mpix::device

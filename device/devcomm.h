@@ -5,6 +5,7 @@
 #ifndef MPIX_DEVICE_DEVCOMM_H
 #define MPIX_DEVICE_DEVCOMM_H
 
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <vector>
@@ -40,6 +41,14 @@ class DevComm {
   std::vector<void *> mapped_;  // peers' mailboxes opened here
   unsigned char handle_[kIpcHandleBytes] = {};
 };
+
+// Host memory the GPU reads and writes directly (pinned, mapped; with
+// unified addressing its device address is its host address), and zeroed
+// device memory. nullptr without CUDA or a GPU.
+void *mapped_alloc(std::size_t bytes);
+void mapped_free(void *p);
+void *device_alloc_zero(std::size_t bytes);
+void device_free(void *p);
 
 }  // namespace mpix::device
 

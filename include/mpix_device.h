@@ -18,8 +18,11 @@
  *                            uninitialised handle, message >= 4 GiB
  *   MPIX_DEVICE_ERR_TRUNCATE -4 message longer than the receive buffer
  *   MPIX_DEVICE_ERR_REQUEST  -5 MPIX_Test/MPIX_Wait on an inactive request
- * Device messages travel only between device calls: host MPI calls on the
- * same communicator do not see them (see the man page).
+ * Two paths (mpix_device(7)): ranks on one node talk through CUDA-IPC
+ * mailboxes with no CPU involved; elsewhere, or with
+ * MPIX_DEVICE_PATH=proxy, descriptors go to the progress thread, which
+ * runs them through MPI on the communicator, so host MPI_Send/MPI_Recv on it
+ * interoperate with device calls (proxy path only).
  */
 #ifndef MPIX_DEVICE_H
 #define MPIX_DEVICE_H

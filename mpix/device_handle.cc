@@ -1,11 +1,14 @@
 // MPIX_Comm_device_handle: the host side of device-callable send/recv
-// (include/mpix_device.h). The mailboxes hang on the communicator as an
-// attribute, so MPI_Comm_free (or MPI_Finalize) releases them.
+// (include/mpix_device.h). What a handle owns (IPC mailboxes, or the proxy
+// queue) hangs on the communicator as an attribute, so MPI_Comm_free (or
+// MPI_Finalize) releases it.
 #include <cstdlib>
+#include <cstring>
 #include <memory>
 #include <vector>
 
 #include "device/devcomm.h"
+#include "device_proxy.h"
 #include "mpix_device.h"
 #include "src/errors.h"
 #include "src/p2p/engine.h"
@@ -17,8 +20,14 @@ namespace {
 
 int g_keyval = MPI_KEYVAL_INVALID;
 
+struct DeviceHandle {
+  MPIX_Device_comm h{};
+  std::unique_ptr<device::DevComm> ipc;
+  std::unique_ptr<devproxy::ProxyQueue> proxy;
+};
+
 int delete_devcomm(MPI_Comm, int, void *attr, void *) {
-  std::unique_ptr<device::DevComm> owned(static_cast<device::DevComm *>(attr));
+  std::unique_ptr<DeviceHandle> owned(static_cast<DeviceHandle *>(attr));
   return MPI_SUCCESS;
 }
 
@@ -67,7 +76,7 @@ int MPIX_Comm_device_handle(MPI_Comm comm, MPIX_Device_comm *handle) {
   int found = 0;
   PMPI_Comm_get_attr(comm, g_keyval, &attr, &found);
   if (found) {  // one set of mailboxes per communicator
-    *handle = static_cast<device::DevComm *>(attr)->handle();
+    *handle = static_cast<DeviceHandle *>(attr)->h;
     return MPI_SUCCESS;
   }
   int inter = 0;
@@ -91,25 +100,42 @@ int MPIX_Comm_device_handle(MPI_Comm comm, MPIX_Device_comm *handle) {
   PMPI_Comm_get_attr(MPI_COMM_WORLD, MPI_TAG_UB, &tag_ub, &has_ub);
   h.tag_ub = has_ub && tag_ub ? *tag_ub : 32767;
 
-  // The pure-GPU path needs every peer on this node (CUDA IPC).
+  // The pure-GPU path needs every peer on this node (CUDA IPC); otherwise,
+  // or when asked (MPIX_DEVICE_PATH=proxy), the proxy path.
   MPI_Comm node = MPI_COMM_NULL;
   PMPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
   int node_size = 0;
   PMPI_Comm_size(node, &node_size);
   PMPI_Comm_free(&node);
-  if (node_size != h.size) return raise_error(comm, Err::kDeviceNotLocal, __func__);
+  const char *path = std::getenv("MPIX_DEVICE_PATH");
+  int proxy = node_size != h.size || (path != nullptr && std::strcmp(path, "proxy") == 0);
+  PMPI_Allreduce(MPI_IN_PLACE, &proxy, 1, MPI_INT, MPI_MAX, comm);
 
-  device::DevStatus st = device::DevStatus::kOk;
-  std::unique_ptr<device::DevComm> d = device::DevComm::create(h, &st);
-  int worst = agree(comm, status_error(st));
-  if (worst >= 0) return raise_error(comm, static_cast<Err>(worst), __func__);
-  std::vector<unsigned char> all(static_cast<std::size_t>(h.size) * device::kIpcHandleBytes);
-  PMPI_Allgather(d->ipc_handle(), device::kIpcHandleBytes, MPI_BYTE, all.data(), device::kIpcHandleBytes, MPI_BYTE,
-                 comm);
-  st = d->connect(all.data());
-  worst = agree(comm, status_error(st));
-  if (worst >= 0) return raise_error(comm, static_cast<Err>(worst), __func__);
-  *handle = d->handle();
-  PMPI_Comm_set_attr(comm, g_keyval, d.release());
+  auto owner = std::make_unique<DeviceHandle>();
+  if (proxy) {
+    if (runtime().thread_underlying != MPI_THREAD_MULTIPLE)
+      return raise_error(comm, Err::kNoThreadMultiple, __func__);
+    h.path = MPIXD_PATH_PROXY;
+    const char *hostmem = std::getenv("MPIX_DEVICE_PROXY_HOSTMEM");
+    owner->proxy = devproxy::ProxyQueue::create(comm, &h, env_pow2("MPIX_DEVICE_PROXY_QUEUE", 4096, 2, 1u << 20),
+                                                hostmem != nullptr && std::strcmp(hostmem, "1") == 0);
+    const int worst = agree(comm, owner->proxy ? Err::kCount : Err::kDeviceSetup);
+    if (worst >= 0) return raise_error(comm, static_cast<Err>(worst), __func__);
+  } else {
+    device::DevStatus st = device::DevStatus::kOk;
+    owner->ipc = device::DevComm::create(h, &st);
+    int worst = agree(comm, status_error(st));
+    if (worst >= 0) return raise_error(comm, static_cast<Err>(worst), __func__);
+    std::vector<unsigned char> all(static_cast<std::size_t>(h.size) * device::kIpcHandleBytes);
+    PMPI_Allgather(owner->ipc->ipc_handle(), device::kIpcHandleBytes, MPI_BYTE, all.data(), device::kIpcHandleBytes,
+                   MPI_BYTE, comm);
+    st = owner->ipc->connect(all.data());
+    worst = agree(comm, status_error(st));
+    if (worst >= 0) return raise_error(comm, static_cast<Err>(worst), __func__);
+    h = owner->ipc->handle();
+  }
+  owner->h = h;
+  *handle = h;
+  PMPI_Comm_set_attr(comm, g_keyval, owner.release());
   return MPI_SUCCESS;
 }

@@ -85,10 +85,8 @@ const ErrorSpec kSpecs[] = {
      "MPIX_Comm_dup_nowildcard or both mpi_assert_no_any_source and mpi_assert_no_any_tag)"},
     {&MPIX_ERR_NO_CUDA, "mpix: MPIX_Comm_device_handle: no usable GPU on this rank"},
     {&MPIX_ERR_NO_CUDA,
-     "mpix: MPIX_Comm_device_handle: allocating or CUDA-IPC-mapping the device mailboxes failed on some rank"},
-    {&MPIX_ERR_NO_CUDA,
-     "mpix: MPIX_Comm_device_handle: the communicator spans several nodes; only the intra-node (CUDA IPC) path "
-     "exists so far"},
+     "mpix: MPIX_Comm_device_handle: allocating or CUDA-IPC-mapping the device mailboxes (or the proxy queue and "
+     "its progress thread) failed on some rank"},
     {&kClassIntern, "mpix: internal error (please report it with MPIX_VERBOSE=2 output)"},
 };
 static_assert(sizeof(kSpecs) / sizeof(kSpecs[0]) == static_cast<size_t>(Err::kCount),

@@ -33,7 +33,6 @@ enum class Err : int {
   kDeviceCommNotHandled, // MPIX_Comm_device_handle on a comm that is not handled/no-wildcard
   kDeviceNoGpu,        // MPIX_Comm_device_handle without a usable GPU
   kDeviceSetup,        // mailbox allocation or CUDA IPC mapping failed
-  kDeviceNotLocal,     // device comm whose ranks are not all on one node
   kInternal,           // a bug or an underlying failure we cannot classify
   kCount
 };

@@ -20,7 +20,8 @@ __device__ inline int MPIX_Isend(const void *buf, size_t bytes, int peer, int ta
                                  MPIX_Device_request *req) {
   const int rc = mpixd_check(&comm, buf, bytes, peer, tag, req);
   if (rc != MPIX_DEVICE_SUCCESS) return rc;
-  if (mpixd_nslots(&comm, bytes) > 1) return mpixd_isend(&comm, buf, bytes, peer, tag, req);
+  if (comm.path == MPIXD_PATH_PROXY || mpixd_nslots(&comm, bytes) > 1)
+    return mpixd_isend(&comm, buf, bytes, peer, tag, req);
   namespace cg = cooperative_groups;
   mpixd_send_init(&comm, req, buf, bytes, peer, tag);
   mpixd_schan *sc = mpixd_schan_of(&comm, comm.local, peer, req->chan);
@@ -92,6 +93,13 @@ __device__ inline int MPIX_Send_block(const void *buf, size_t bytes, int peer, i
   __shared__ uint32_t s_ticket;
   const unsigned lane = threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
   const unsigned lanes = blockDim.x * blockDim.y * blockDim.z;
+  if (comm.path == MPIXD_PATH_PROXY) {  // the host moves the data: one thread posts
+    if (lane == 0) s_rc = MPIX_Send(buf, bytes, peer, tag, comm);
+    __syncthreads();
+    const int rc = s_rc;
+    __syncthreads();
+    return rc;
+  }
   const uint32_t c = mpixd_channel(&comm, tag);
   const uint32_t n = mpixd_nslots(&comm, bytes);
   mpixd_schan *sc = mpixd_schan_of(&comm, comm.local, peer, c);
@@ -122,6 +130,13 @@ __device__ inline int MPIX_Recv_block(void *buf, size_t bytes, int peer, int tag
   __shared__ MPIX_Device_request s_req;
   const unsigned lane = threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
   const unsigned lanes = blockDim.x * blockDim.y * blockDim.z;
+  if (comm.path == MPIXD_PATH_PROXY) {
+    if (lane == 0) s_rc = MPIX_Recv(buf, bytes, peer, tag, comm, received);
+    __syncthreads();
+    const int rc = s_rc;
+    __syncthreads();
+    return rc;
+  }
   if (lane == 0) {
     while ((s_rc = mpixd_irecv(&comm, buf, bytes, peer, tag, &s_req)) == MPIX_DEVICE_AGAIN) mpixd_pause();
     if (s_rc == MPIX_DEVICE_SUCCESS && s_req.state == MPIXD_RECV_POSTED)

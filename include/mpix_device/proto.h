@@ -106,6 +106,12 @@ typedef struct MPIX_Device_comm {
   uint32_t posted;      /* posted receives per (source, channel) */
   int rank, size;
   int tag_ub;
+  int path;                        /* MPIXD_PATH_IPC or MPIXD_PATH_PROXY */
+  uint32_t pq_slots;               /* proxy queue entries, power of two */
+  struct mpixd_pdesc *pq;          /* proxy: descriptors, host memory mapped for the GPU */
+  struct mpixd_pcomp *pc;          /* proxy: completions, likewise */
+  uint32_t *pq_tail;               /* proxy: ticket counter (device memory) */
+  uint32_t *pq_credit;             /* proxy: tickets released by the host */
 } MPIX_Device_comm;
 
 /* A device request: lives wherever the caller keeps it (registers, local or
@@ -126,7 +132,7 @@ typedef struct MPIX_Device_request {
 }
 #endif
 
-enum mpixd_req_state { MPIXD_INACTIVE = 0, MPIXD_SEND_STREAM, MPIXD_RECV_POSTED, MPIXD_RECV_BOUND, MPIXD_DONE };
+enum mpixd_req_state { MPIXD_INACTIVE = 0, MPIXD_SEND_STREAM, MPIXD_RECV_POSTED, MPIXD_RECV_BOUND, MPIXD_DONE, MPIXD_PROXIED };
 enum mpixd_kind { MPIXD_HEADER = 1, MPIXD_CONT = 2 };
 enum mpixd_slot_state { MPIXD_S_FREE = 0, MPIXD_S_UNEXP, MPIXD_S_BOUND, MPIXD_S_CONT, MPIXD_S_DONE };
 enum mpixd_posted_state { MPIXD_P_FREE = 0, MPIXD_P_POSTED, MPIXD_P_MATCHED };
@@ -140,6 +146,41 @@ typedef struct mpixd_entry {
   uint32_t pad[3];
   unsigned char data[MPIXD_INLINE];
 } mpixd_entry;
+
+#define MPIXD_PATH_IPC 0
+#define MPIXD_PATH_PROXY 1
+
+/* Proxy path (papers/002: the GPU only writes a compact descriptor): one
+ * queue per rank in host memory mapped for the GPU. A device thread claims a
+ * ticket, writes the descriptor and its sequence number last; the progress
+ * thread (mpix/device_proxy.cc) starts the operation through MPI on the
+ * communicator itself, so host MPI calls on the communicator match device
+ * operations and vice versa, and writes the completion into the slot's
+ * completion record; the device thread reads it and marks it released;
+ * released tickets return as credits. Payloads up to MPIXD_INLINE bytes
+ * travel in the descriptor / completion record (any buffer, local memory
+ * included); longer ones are moved from/to the buffer by MPI (mpix's
+ * GPU-aware point-to-point), so they must be in memory the host can name
+ * (cudaMalloc, managed, mapped host memory). */
+typedef struct mpixd_pdesc {
+  uint32_t seq;       /* ticket + 1, written last */
+  uint32_t op;        /* MPIXD_OP_* */
+  int32_t peer, tag;
+  uint64_t bytes;     /* send: message size; receive: buffer size */
+  uint64_t buf;       /* the buffer; 0: payload in data (send) / completion record (receive) */
+  unsigned char data[MPIXD_INLINE];
+} mpixd_pdesc;
+
+typedef struct mpixd_pcomp {
+  uint32_t seq;       /* ticket + 1 once complete (written last, by the host) */
+  int32_t status;     /* final MPIX_DEVICE_* status */
+  uint64_t bytes;     /* receive: message size */
+  uint32_t released;  /* ticket + 1 once the device has read the record */
+  uint32_t pad[3];
+  unsigned char data[MPIXD_INLINE];
+} mpixd_pcomp;
+
+enum mpixd_op { MPIXD_OP_SEND = 1, MPIXD_OP_RECV = 2 };
 
 typedef struct mpixd_posted {
   uint32_t state;
@@ -475,12 +516,64 @@ MPIXD_HD void mpixd_consume(const MPIX_Device_comm *h, int src, uint32_t c, uint
 
 MPIXD_HD int mpixd_check(const MPIX_Device_comm *h, const void *buf, size_t bytes, int peer, int tag,
                          const MPIX_Device_request *r) {
-  if (r == NULL || h->bases == NULL || h->channels == 0) return MPIX_DEVICE_ERR_ARG;
+  if (r == NULL || h->size <= 0) return MPIX_DEVICE_ERR_ARG;
+  if (h->path == MPIXD_PATH_IPC ? (h->bases == NULL || h->channels == 0) : (h->pq == NULL || h->pq_slots == 0))
+    return MPIX_DEVICE_ERR_ARG;
   if (peer < 0 || peer >= h->size) return MPIX_DEVICE_ERR_RANK;
   if (tag < 0 || tag > h->tag_ub) return MPIX_DEVICE_ERR_TAG;
   if (buf == NULL && bytes > 0) return MPIX_DEVICE_ERR_ARG;
   if (bytes > 0xffffffffull) return MPIX_DEVICE_ERR_ARG; /* the entry's 32-bit size */
   return MPIX_DEVICE_SUCCESS;
+}
+
+/* ---- proxy path ---- */
+
+/* Claims a descriptor and posts the operation; AGAIN when the queue is full. */
+MPIXD_HD int mpixd_proxy_post(const MPIX_Device_comm *h, uint32_t op, void *buf, size_t bytes, int peer, int tag,
+                              MPIX_Device_request *r) {
+  uint32_t t;
+  for (;;) {
+    t = mpixd_load_relaxed(h->pq_tail);
+    if ((uint32_t)(t - mpixd_load_acquire(h->pq_credit)) >= h->pq_slots) return MPIX_DEVICE_AGAIN;
+    if (mpixd_cas(h->pq_tail, t, t + 1) == t) break;
+  }
+  mpixd_pdesc *d = h->pq + (t & (h->pq_slots - 1));
+  d->op = op;
+  d->peer = peer;
+  d->tag = tag;
+  d->bytes = bytes;
+  const bool inl = bytes <= MPIXD_INLINE;
+  d->buf = inl ? 0 : (uint64_t)(uintptr_t)buf;
+  if (inl && op == MPIXD_OP_SEND) mpixd_copy(d->data, buf, bytes, 0, 1);
+  mpixd_fence_system();
+  mpixd_store_release(&d->seq, t + 1);
+  r->peer = peer;
+  r->tag = tag;
+  r->buf = buf;
+  r->bytes = bytes;
+  r->msg_bytes = op == MPIXD_OP_SEND ? bytes : 0;
+  r->ticket = t;
+  r->flags = op;
+  r->status = MPIX_DEVICE_PENDING;
+  r->state = MPIXD_PROXIED;
+  return MPIX_DEVICE_SUCCESS;
+}
+
+MPIXD_HD int mpixd_proxy_test(const MPIX_Device_comm *h, MPIX_Device_request *r) {
+  mpixd_pcomp *c = h->pc + (r->ticket & (h->pq_slots - 1));
+  if (mpixd_load_acquire(&c->seq) != r->ticket + 1) return MPIX_DEVICE_PENDING;
+  r->status = c->status;
+  if (r->flags == MPIXD_OP_RECV) {
+    r->msg_bytes = c->bytes;
+    if (r->bytes <= MPIXD_INLINE) {
+      const size_t n = c->bytes < r->bytes ? (size_t)c->bytes : r->bytes;
+      mpixd_copy(r->buf, c->data, n, 0, 1);
+    }
+  }
+  mpixd_fence_system();
+  mpixd_store_release(&c->released, r->ticket + 1);
+  r->state = MPIXD_INACTIVE;
+  return r->status;
 }
 
 /* ---- the calls, for one thread (the _block variants in ops.cuh build on
@@ -522,6 +615,7 @@ MPIXD_HD int mpixd_isend(const MPIX_Device_comm *h, const void *buf, size_t byte
                          MPIX_Device_request *r) {
   const int rc = mpixd_check(h, buf, bytes, peer, tag, r);
   if (rc != MPIX_DEVICE_SUCCESS) return rc;
+  if (h->path == MPIXD_PATH_PROXY) return mpixd_proxy_post(h, MPIXD_OP_SEND, (void *)buf, bytes, peer, tag, r);
   mpixd_send_init(h, r, buf, bytes, peer, tag);
   mpixd_schan *sc = mpixd_schan_of(h, h->local, peer, r->chan);
   if (r->nslots <= h->slots) {
@@ -552,6 +646,7 @@ MPIXD_HD int mpixd_irecv(const MPIX_Device_comm *h, void *buf, size_t bytes, int
                          MPIX_Device_request *r) {
   const int rc0 = mpixd_check(h, buf, bytes, peer, tag, r);
   if (rc0 != MPIX_DEVICE_SUCCESS) return rc0;
+  if (h->path == MPIXD_PATH_PROXY) return mpixd_proxy_post(h, MPIXD_OP_RECV, buf, bytes, peer, tag, r);
   r->peer = peer;
   r->tag = tag;
   r->buf = buf;
@@ -615,6 +710,7 @@ MPIXD_HD int mpixd_test(const MPIX_Device_comm *h, MPIX_Device_request *r) {
   if (r == NULL) return MPIX_DEVICE_ERR_ARG;
   switch (r->state) {
     case MPIXD_DONE: r->state = MPIXD_INACTIVE; return r->status;
+    case MPIXD_PROXIED: return mpixd_proxy_test(h, r);
     case MPIXD_SEND_STREAM:
       if (mpixd_send_progress(h, r) != MPIX_DEVICE_SUCCESS) return MPIX_DEVICE_PENDING;
       r->state = MPIXD_INACTIVE;

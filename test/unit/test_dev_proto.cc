@@ -265,6 +265,78 @@ void stress(uint32_t channels, uint32_t slots, uint32_t posted) {
   EXPECT_EQ(errors.load(), 0);
 }
 
+// The proxy path's device side against a hand-played host: descriptor
+// encoding (inline payload or address), sequence numbers, completion
+// records, release and credits, AGAIN on a full queue.
+TEST(DevProto, ProxyDescriptors) {
+  const uint32_t slots = 4;
+  std::vector<mpixd_pdesc> pq(slots);
+  std::vector<mpixd_pcomp> pc(slots);
+  uint32_t tail = 0, credit = 0;
+  std::memset(pq.data(), 0, sizeof(mpixd_pdesc) * slots);
+  std::memset(pc.data(), 0, sizeof(mpixd_pcomp) * slots);
+  MPIX_Device_comm h{};
+  h.path = MPIXD_PATH_PROXY;
+  h.size = 2;
+  h.rank = 0;
+  h.tag_ub = 100;
+  h.pq_slots = slots;
+  h.pq = pq.data();
+  h.pc = pc.data();
+  h.pq_tail = &tail;
+  h.pq_credit = &credit;
+  EXPECT_EQ(sizeof(mpixd_pdesc), 64u);
+  EXPECT_EQ(sizeof(mpixd_pcomp), 64u);
+  const auto small = payload(20, 1);
+  std::vector<unsigned char> big = payload(1000, 2), in(40, 0), in_big(1000, 0);
+  MPIX_Device_request r[5] = {};
+  ASSERT_EQ(mpixd_isend(&h, small.data(), small.size(), 1, 7, &r[0]), MPIX_DEVICE_SUCCESS);
+  ASSERT_EQ(mpixd_isend(&h, big.data(), big.size(), 1, 8, &r[1]), MPIX_DEVICE_SUCCESS);
+  ASSERT_EQ(mpixd_irecv(&h, in.data(), in.size() - 8, 1, 9, &r[2]), MPIX_DEVICE_SUCCESS);
+  ASSERT_EQ(mpixd_irecv(&h, in_big.data(), in_big.size(), 1, 10, &r[3]), MPIX_DEVICE_SUCCESS);
+  EXPECT_EQ(mpixd_isend(&h, small.data(), 4, 1, 7, &r[4]), MPIX_DEVICE_AGAIN);  // full
+  EXPECT_EQ(tail, 4u);
+  EXPECT_EQ(pq[0].seq, 1u);
+  EXPECT_EQ(pq[0].op, uint32_t(MPIXD_OP_SEND));
+  EXPECT_EQ(pq[0].buf, 0u);  // inline
+  EXPECT_EQ(0, std::memcmp(pq[0].data, small.data(), small.size()));
+  EXPECT_EQ(pq[1].buf, reinterpret_cast<uintptr_t>(big.data()));
+  EXPECT_EQ(pq[1].bytes, 1000u);
+  EXPECT_EQ(pq[2].op, uint32_t(MPIXD_OP_RECV));
+  EXPECT_EQ(pq[2].buf, 0u);
+  EXPECT_EQ(pq[2].bytes, 32u);
+  EXPECT_EQ(pq[3].buf, reinterpret_cast<uintptr_t>(in_big.data()));
+  EXPECT_EQ(pq[3].tag, 10);
+  EXPECT_EQ(pq[3].peer, 1);
+  for (int i = 0; i < 4; ++i) EXPECT_EQ(mpixd_test(&h, &r[i]), MPIX_DEVICE_PENDING);
+  // The host completes them out of order; the small receive brings 12 bytes.
+  const auto got = payload(12, 3);
+  std::memcpy(pc[2].data, got.data(), got.size());
+  pc[2].bytes = 12;
+  pc[2].status = MPIX_DEVICE_SUCCESS;
+  pc[2].seq = 3;
+  pc[1].status = MPIX_DEVICE_SUCCESS;
+  pc[1].seq = 2;
+  EXPECT_EQ(mpixd_test(&h, &r[2]), MPIX_DEVICE_SUCCESS);
+  EXPECT_EQ(r[2].msg_bytes, 12u);
+  EXPECT_EQ(0, std::memcmp(in.data(), got.data(), 12));
+  EXPECT_EQ(in[12], 0);
+  EXPECT_EQ(pc[2].released, 3u);
+  EXPECT_EQ(mpixd_test(&h, &r[1]), MPIX_DEVICE_SUCCESS);
+  EXPECT_EQ(mpixd_test(&h, &r[1]), MPIX_DEVICE_ERR_REQUEST);
+  EXPECT_EQ(mpixd_test(&h, &r[0]), MPIX_DEVICE_PENDING);
+  pc[3].status = MPIX_DEVICE_ERR_TRUNCATE;
+  pc[3].bytes = 1000;
+  pc[3].seq = 4;
+  EXPECT_EQ(mpixd_test(&h, &r[3]), MPIX_DEVICE_ERR_TRUNCATE);
+  // Credits come back only for the released prefix (the host's job): ticket
+  // 0 is still out, so the queue stays full until the host returns credit.
+  EXPECT_EQ(mpixd_isend(&h, small.data(), 4, 1, 7, &r[4]), MPIX_DEVICE_AGAIN);
+  credit = 1;
+  EXPECT_EQ(mpixd_isend(&h, small.data(), 4, 1, 7, &r[4]), MPIX_DEVICE_SUCCESS);
+  EXPECT_EQ(pq[0].seq, 5u);  // slot 0 reused by ticket 4
+}
+
 TEST(DevProto, StressTinyRings) { stress(4, 2, 2); }
 TEST(DevProto, StressOneChannel) { stress(1, 8, 4); }
 TEST(DevProto, StressWide) { stress(32, 16, 8); }
