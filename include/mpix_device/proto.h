@@ -52,7 +52,9 @@
  * co-residency is needed between sender and receiver kernels. Within one
  * process, a thread spinning in MPIX_Send/MPIX_Wait needs the threads that
  * will receive (or send) its message to be resident at the same time, as
- * for any spin wait. A receive holds ring slots until it is completed, so
+ * for any spin wait. A request advances only while its owner tests or
+ * waits on it (no background progress on the GPU). A receive holds ring
+ * slots until it is completed, so
  * as in MPI a message whose receive is never posted can, once the ring is
  * full, block later messages of the same channel.
  */

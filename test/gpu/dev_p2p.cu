@@ -85,16 +85,20 @@ __global__ void calls_send(MPIX_Device_comm c, int peer, const unsigned char *bu
 __global__ void calls_recv(MPIX_Device_comm c, int peer, unsigned char *b0, unsigned char *b1, unsigned char *b2,
                            size_t n, int tag, int *codes, size_t *got) {
   MPIX_Device_request r;
-  // Posted in reverse tag order: matching is by tag, not arrival.
+  // The last message's receive is posted first: matching is by tag, not
+  // arrival. Then the receives in the order the sends block on them (a
+  // request advances only while its owner tests or waits on it, so a
+  // blocking receive ahead of the one a streaming send waits for would
+  // deadlock, as in MPI).
   MPIX_Device_request r2;
   codes[0] = MPIX_Irecv(b2, n, peer, tag + 2, c, &r2);
-  codes[1] = MPIX_Recv(b1, n, peer, tag + 1, c, &got[1]);
   codes[2] = MPIX_Irecv(b0, n, peer, tag, c, &r);
   int rc;
   while ((rc = MPIX_Test(&r, c)) == MPIX_DEVICE_PENDING) {
   }
   codes[3] = rc;
   got[0] = r.msg_bytes;
+  codes[1] = MPIX_Recv(b1, n, peer, tag + 1, c, &got[1]);
   codes[4] = MPIX_Wait(&r2, c);
   got[2] = r2.msg_bytes;
   codes[5] = MPIX_Wait(&r2, c);  // inactive
@@ -501,7 +505,7 @@ int main(int argc, char **argv) {
   expect(rc == MPI_SUCCESS, "MPIX_Comm_device_handle", rc);
   MPIX_Device_comm again{};
   MPIX_Comm_device_handle(comm, &again);
-  expect(again.local == h.local, "one mailbox per communicator");
+  expect(again.local == h.local && again.pq == h.pq, "one set of queues per communicator");
   if (rc == MPI_SUCCESS) {
     if (g_rank == 0)
       std::printf("%s path; ring %u slots x %u B, %u channels, %u posted; proxy queue %u\n",
