@@ -74,3 +74,14 @@ bench_bench_gpu_match_LDFLAGS = -no-install
 bench_bench_gpu_match_LINK = $(LIBTOOL) $(AM_V_lt) --tag=CXX --mode=link $(CXX) $(AM_CXXFLAGS) $(CXXFLAGS) \
 	$(bench_bench_gpu_match_LDFLAGS) $(LDFLAGS) -o $@
 endif
+
+# bench_dev_p2p: device-initiated MPIX_Send/MPIX_Recv (mpix_device.h):
+# latency, message rate, bandwidth; see bench/RESULTS.md.
+if HAVE_CUDA
+noinst_PROGRAMS += bench/bench_dev_p2p
+bench_bench_dev_p2p_SOURCES = bench/bench_dev_p2p.cu
+bench_bench_dev_p2p_LDADD = src/libmpix.la $(MPI_LIBS) $(CUDA_LIBS)
+bench_bench_dev_p2p_LDFLAGS = -no-install
+bench_bench_dev_p2p_LINK = $(LIBTOOL) $(AM_V_lt) --tag=CXX --mode=link $(CXX) $(AM_CXXFLAGS) $(CXXFLAGS) \
+	$(bench_bench_dev_p2p_LDFLAGS) $(LDFLAGS) -o $@
+endif

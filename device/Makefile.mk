@@ -28,3 +28,10 @@ else
 src_libmpixcore_la_SOURCES += device/match_gpu_none.cc device/match_gpu.h
 endif
 EXTRA_DIST += device/match_gpu.cu device/match_gpu_none.cc
+# Device-callable send/recv: the mailboxes behind MPIX_Device_comm.
+if HAVE_CUDA
+device_libmpixdevice_la_SOURCES += device/devcomm.cu device/devcomm.h
+else
+src_libmpixcore_la_SOURCES += device/devcomm_none.cc device/devcomm.h
+endif
+EXTRA_DIST += device/devcomm.cu device/devcomm_none.cc

@@ -80,6 +80,13 @@ const ErrorSpec kSpecs[] = {
     {&MPIX_ERR_NO_THREAD,
      "mpix: GPU streams need the progress thread, which needs MPI_THREAD_MULTIPLE underneath "
      "(set MPIX_PROGRESS_THREAD=1, or MPI_Init_thread with MPI_THREAD_MULTIPLE)"},
+    {&MPIX_ERR_WILDCARD,
+     "mpix: MPIX_Comm_device_handle needs a communicator mpix handles without wildcards (create it with "
+     "MPIX_Comm_dup_nowildcard or both mpi_assert_no_any_source and mpi_assert_no_any_tag)"},
+    {&MPIX_ERR_NO_CUDA, "mpix: MPIX_Comm_device_handle: no usable GPU on this rank"},
+    {&MPIX_ERR_NO_CUDA,
+     "mpix: MPIX_Comm_device_handle: allocating or CUDA-IPC-mapping the device mailboxes (or the proxy queue and "
+     "its progress thread) failed on some rank"},
     {&kClassIntern, "mpix: internal error (please report it with MPIX_VERBOSE=2 output)"},
 };
 static_assert(sizeof(kSpecs) / sizeof(kSpecs[0]) == static_cast<size_t>(Err::kCount),

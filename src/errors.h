@@ -30,6 +30,9 @@ enum class Err : int {
   kStreamNoCuda,       // cudaStream_t stream, library built without CUDA
   kStreamNoGpu,        // cudaStream_t stream, no usable GPU / stream memory ops
   kNoThreadMultiple,   // progress thread needed, MPI underneath below MULTIPLE
+  kDeviceCommNotHandled, // MPIX_Comm_device_handle on a comm that is not handled/no-wildcard
+  kDeviceNoGpu,        // MPIX_Comm_device_handle without a usable GPU
+  kDeviceSetup,        // mailbox allocation or CUDA IPC mapping failed
   kInternal,           // a bug or an underlying failure we cannot classify
   kCount
 };

@@ -42,3 +42,13 @@ test_gpu_gpu_match_LINK = $(LIBTOOL) $(AM_V_lt) --tag=CXX --mode=link $(CXX) $(A
 	$(test_gpu_gpu_match_LDFLAGS) $(LDFLAGS) -o $@
 endif
 EXTRA_DIST += test/gpu/match_gen.h
+# Device-callable send/recv (include/mpix_device.h): header-only device code.
+if HAVE_CUDA
+MPIX_GPU_TESTS += test/gpu/dev_p2p
+check_PROGRAMS += test/gpu/dev_p2p
+test_gpu_dev_p2p_SOURCES = test/gpu/dev_p2p.cu
+test_gpu_dev_p2p_LDADD = src/libmpix.la $(MPI_LIBS) $(CUDA_LIBS)
+test_gpu_dev_p2p_LDFLAGS = -no-install
+test_gpu_dev_p2p_LINK = $(LIBTOOL) $(AM_V_lt) --tag=CXX --mode=link $(CXX) $(AM_CXXFLAGS) $(CXXFLAGS) \
+	$(test_gpu_dev_p2p_LDFLAGS) $(LDFLAGS) -o $@
+endif

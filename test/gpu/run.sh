@@ -10,7 +10,9 @@
 # gpu-tests (the same with only the GPU testlist),
 # bench-cpu (matching engine and point-to-point benchmarks, native vs mpix,
 # on this quiet 16-core host), bench-gpu (the GPU benchmarks), bench-match
-# (GPU batch matching against the CPU batch matcher). The build
+# (GPU batch matching against the CPU batch matcher), bench-dev
+# (device-initiated send/recv, bench/bench_dev_p2p), dev-tests (only the
+# dev_* lines of the GPU testlist, with memcheck and racecheck). The build
 # always runs first, so any stage can run alone.
 #
 # The generated build files are carried because the GPU machine has no
@@ -154,6 +156,33 @@ if has_stage bench-match; then
   # About two minutes; table in bench_gpu_match.txt, CSV beside it.
   timeout 300 bench/bench_gpu_match --csv "$OUT/bench_gpu_match.csv" >"$OUT/bench_gpu_match.txt" 2>&1 || bench_fail=1
   cat "$OUT/bench_gpu_match.txt"
+fi
+if has_stage dev-tests; then
+log "device send/recv tests (dev_* of the GPU testlist) + memcheck/racecheck"
+grep -E '^dev_' test/gpu/testlist >test/gpu/testlist-dev
+mps_start
+MPIX_TEST_TIMEOUT=100 MPIX_TEST_LOGDIR="$OUT/dev-logs" make check MPIX_TESTLISTS=test/gpu/testlist-dev MPIX_UNIT_TESTS= 2>&1 |
+  tee "$OUT/dev-check.log" | grep -E '^(PASS|FAIL|SKIP)|passed'
+[ "${PIPESTATUS[0]}" = 0 ] || check_rc=1
+mps_stop  # compute-sanitizer does not support MPS clients
+for tool in memcheck racecheck; do
+  if timeout 100 compute-sanitizer --tool $tool --error-exitcode 9 test/gpu/dev_p2p >"$OUT/sanitizer-dev-$tool.log" 2>&1; then
+    echo "$tool clean: dev_p2p (1 rank)"
+  else
+    echo "$tool FAILED: dev_p2p"; tail -n 20 "$OUT/sanitizer-dev-$tool.log"; san_fail=1
+  fi
+done
+(cd "$OUT" && tar czf dev-logs.tgz dev-logs && rm -rf dev-logs)
+fi
+if has_stage bench-dev; then
+log "benchmark: device-initiated MPIX_Send/MPIX_Recv (bench_dev_p2p)"
+mps_start
+# Many channels for the message-rate test (one tag per sending thread).
+if [ -x bench/bench_dev_p2p ]; then
+  MPIX_DEVICE_CHANNELS=1024 timeout 150 "$MPIEXEC" -n 2 bench/bench_dev_p2p "$OUT/bench_dev_p2p.csv" \
+    >"$OUT/bench_dev_p2p.txt" 2>&1 || { echo "bench_dev_p2p failed (exit $?)"; bench_fail=1; }
+  cat "$OUT/bench_dev_p2p.txt"
+fi
 fi
 # The device tool brings back at most 8 files: everything goes into one archive.
 tar czf /tmp/gpu-run.tgz -C "$OUT" . && rm -rf "${OUT:?}"/* && mv /tmp/gpu-run.tgz "$OUT/"

@@ -30,3 +30,15 @@ test_mpi_before_init_CFLAGS = $(MPIX_MPI_TEST_CFLAGS)
 test_mpi_before_init_LDADD = $(MPIX_MPI_TEST_LDADD)
 test_mpi_before_init_LDFLAGS = -no-install
 EXTRA_DIST += test/mpi/testlist
+# MPIX_Comm_device_handle from C: argument and communicator errors.
+check_PROGRAMS += test/mpi/dev_handle
+test_mpi_dev_handle_SOURCES = test/mpi/dev_handle.c test/mpi/mtest.h
+test_mpi_dev_handle_CFLAGS = $(MPIX_MPI_TEST_CFLAGS)
+test_mpi_dev_handle_LDADD = $(MPIX_MPI_TEST_LDADD)
+test_mpi_dev_handle_LDFLAGS = -no-install
+# The proxy path of device send/recv, host threads standing in for the GPU.
+check_PROGRAMS += test/mpi/dev_proxy
+test_mpi_dev_proxy_SOURCES = test/mpi/dev_proxy.c test/mpi/mtest.h
+test_mpi_dev_proxy_CFLAGS = $(MPIX_MPI_TEST_CFLAGS)
+test_mpi_dev_proxy_LDADD = $(MPIX_MPI_TEST_LDADD)
+test_mpi_dev_proxy_LDFLAGS = -no-install

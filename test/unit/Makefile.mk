@@ -39,3 +39,15 @@ test_unit_test_gpu_host_CPPFLAGS = $(GTEST_CPPFLAGS) -I$(top_srcdir)/src
 test_unit_test_gpu_host_CXXFLAGS = $(MPIX_CXXFLAGS) $(MPIX_MATCH_SANITIZE)
 test_unit_test_gpu_host_LDFLAGS = $(MPIX_MATCH_SANITIZE)
 test_unit_test_gpu_host_LDADD = $(GTEST_LIBS) -ldl
+
+# The device send/recv queue protocol (include/mpix_device/proto.h, the
+# same header kernels use) on host threads; no GPU needed.
+if HAVE_GTEST
+check_PROGRAMS += test/unit/test_dev_proto
+MPIX_UNIT_TESTS += test/unit/test_dev_proto
+endif
+test_unit_test_dev_proto_SOURCES = test/unit/test_dev_proto.cc
+test_unit_test_dev_proto_CPPFLAGS = $(GTEST_CPPFLAGS) -I$(top_srcdir)/include
+test_unit_test_dev_proto_CXXFLAGS = $(MPIX_CXXFLAGS) $(MPIX_MATCH_SANITIZE)
+test_unit_test_dev_proto_LDFLAGS = $(MPIX_MATCH_SANITIZE)
+test_unit_test_dev_proto_LDADD = $(GTEST_LIBS) -lpthread

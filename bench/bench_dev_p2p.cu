@@ -1,0 +1,345 @@
+// Device-initiated two-sided point-to-point (include/mpix_device.h):
+//   latency  MPIX_Send/MPIX_Recv ping-pong, 8 B .. 16 MiB (one thread up to
+//            1 KiB, MPIX_Send_block/MPIX_Recv_block of 512 threads above),
+//            half round trip timed on the GPU (%globaltimer);
+//   rate     every SM sending 8 B messages (tag per thread: different tags
+//            spread over the channels), each matched by a receiving thread;
+//   bw16     16 MiB split over block pairs (one tag each), block variants,
+//            against cudaMemcpy device-to-device (the copy ceiling here).
+// Two placements in one run: "ipc" = rank 0 <-> rank 1 through CUDA IPC
+// (two processes; when both sit on one GPU without MPS their kernels are
+// time-sliced, which this number then measures), and "self" = two groups of
+// blocks of one kernel of rank 0 talking through its own mailbox (same
+// protocol and memory traffic, no second context). "proxy"/"pxself": the
+// same ping-pong through the proxy path (MPIX_DEVICE_PATH=proxy).
+//   mpiexec -n 2 bench/bench_dev_p2p [CSV]
+#include <cuda_runtime.h>
+#include <mpi.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <stdlib.h>
+#include <vector>
+
+#include "mpix.h"
+#include "mpix_device.h"
+
+namespace {
+
+#define CK(x)                                                                                \
+  do {                                                                                       \
+    cudaError_t e_ = (x);                                                                    \
+    if (e_ != cudaSuccess) {                                                                 \
+      std::fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_)); \
+      MPI_Abort(MPI_COMM_WORLD, 1);                                                          \
+    }                                                                                        \
+  } while (0)
+
+__device__ unsigned long long now_ns() {
+  unsigned long long t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
+
+constexpr size_t kBlockAbove = 1024;
+
+// Ping-pong: `initiator` sends first. With one kernel per side (ipc) every
+// thread of block 0 takes part; in self mode block 0 pings, block 1 pongs.
+__device__ void pingpong(MPIX_Device_comm c, int peer, bool initiator, unsigned char *buf, size_t n, int iters,
+                         int warm, unsigned long long *ns) {
+  unsigned long long t0 = 0;
+  for (int i = 0; i < iters + warm; ++i) {
+    if (i == warm) t0 = now_ns();
+    if (n > kBlockAbove) {
+      if (initiator) {
+        MPIX_Send_block(buf, n, peer, 1, c);
+        MPIX_Recv_block(buf, n, peer, 2, c, nullptr);
+      } else {
+        MPIX_Recv_block(buf, n, peer, 1, c, nullptr);
+        MPIX_Send_block(buf, n, peer, 2, c);
+      }
+    } else if (threadIdx.x == 0) {
+      if (initiator) {
+        MPIX_Send(buf, n, peer, 1, c);
+        MPIX_Recv(buf, n, peer, 2, c, nullptr);
+      } else {
+        MPIX_Recv(buf, n, peer, 1, c, nullptr);
+        MPIX_Send(buf, n, peer, 2, c);
+      }
+    }
+  }
+  if (initiator && threadIdx.x == 0) *ns = now_ns() - t0;
+}
+
+__global__ void __launch_bounds__(512) pp_ipc(MPIX_Device_comm c, int peer, bool initiator, unsigned char *buf, size_t n, int iters,
+                       int warm, unsigned long long *ns) {
+  pingpong(c, peer, initiator, buf, n, iters, warm, ns);
+}
+
+__global__ void __launch_bounds__(512) pp_self(MPIX_Device_comm c, unsigned char *a, unsigned char *b, size_t n, int iters, int warm,
+                        unsigned long long *ns) {
+  pingpong(c, c.rank, blockIdx.x == 0, blockIdx.x == 0 ? a : b, n, iters, warm, ns);
+}
+
+// Message rate: thread g of the senders sends `msgs` 8-byte messages with
+// tag g to thread g of the receivers. first/last: global timer bounds.
+__device__ void rate_body(MPIX_Device_comm c, int peer, bool sending, unsigned g, int msgs,
+                          unsigned long long *first, unsigned long long *last, unsigned *bad) {
+  const unsigned long long t0 = now_ns();
+  atomicMin(first, t0);
+  unsigned long long v = 0;
+  for (int i = 0; i < msgs; ++i) {
+    if (sending) {
+      v = (unsigned long long)g << 32 | i;
+      MPIX_Send(&v, 8, peer, (int)g, c);
+    } else {
+      MPIX_Recv(&v, 8, peer, (int)g, c, nullptr);
+      if (v != ((unsigned long long)g << 32 | i)) atomicAdd(bad, 1u);
+    }
+  }
+  atomicMax(last, now_ns());
+}
+
+__global__ void rate_ipc(MPIX_Device_comm c, int peer, bool sending, int msgs, unsigned long long *first,
+                         unsigned long long *last, unsigned *bad) {
+  rate_body(c, peer, sending, blockIdx.x * blockDim.x + threadIdx.x, msgs, first, last, bad);
+}
+
+// Senders and receivers must be co-resident (they wait on each other).
+__global__ void __launch_bounds__(256, 2) rate_self(MPIX_Device_comm c, int msgs, unsigned long long *first, unsigned long long *last,
+                          unsigned *bad) {
+  const unsigned half = gridDim.x / 2;
+  const bool sending = blockIdx.x < half;
+  const unsigned g = (blockIdx.x % half) * blockDim.x + threadIdx.x;
+  rate_body(c, c.rank, sending, g, msgs, first, last, bad);
+}
+
+// Bandwidth: block b moves its share of n bytes with tag 1000 + b.
+__device__ void bw_body(MPIX_Device_comm c, int peer, bool sending, unsigned b, unsigned blocks, unsigned char *buf,
+                        size_t n, int iters, unsigned long long *first, unsigned long long *last) {
+  const size_t share = (n / blocks + 255) / 256 * 256;
+  const size_t off = share * b;
+  const size_t len = off >= n ? 0 : (n - off < share ? n - off : share);
+  if (threadIdx.x == 0) atomicMin(first, now_ns());
+  for (int i = 0; i < iters; ++i) {
+    if (sending) MPIX_Send_block(buf + off, len, peer, 1000 + (int)b, c);
+    else MPIX_Recv_block(buf + off, len, peer, 1000 + (int)b, c, nullptr);
+  }
+  if (threadIdx.x == 0) atomicMax(last, now_ns());
+}
+
+__global__ void __launch_bounds__(512) bw_ipc(MPIX_Device_comm c, int peer, bool sending, unsigned char *buf, size_t n, int iters,
+                       unsigned long long *first, unsigned long long *last) {
+  bw_body(c, peer, sending, blockIdx.x, gridDim.x, buf, n, iters, first, last);
+}
+
+__global__ void __launch_bounds__(512) bw_self(MPIX_Device_comm c, unsigned char *a, unsigned char *b, size_t n, int iters,
+                        unsigned long long *first, unsigned long long *last) {
+  const unsigned half = gridDim.x / 2;
+  const bool sending = blockIdx.x < half;
+  bw_body(c, c.rank, sending, blockIdx.x % half, half, sending ? a : b, n, iters, first, last);
+}
+
+struct Timers {
+  unsigned long long *d = nullptr;
+  Timers() { CK(cudaMalloc(&d, 4 * sizeof(unsigned long long))); reset(); }
+  ~Timers() { cudaFree(d); }
+  void reset() {
+    unsigned long long h[4] = {~0ull, 0, 0, 0};
+    CK(cudaMemcpy(d, h, sizeof h, cudaMemcpyHostToDevice));
+  }
+  std::vector<unsigned long long> get() {
+    std::vector<unsigned long long> h(4);
+    CK(cudaMemcpy(h.data(), d, 4 * sizeof(unsigned long long), cudaMemcpyDeviceToHost));
+    return h;
+  }
+};
+
+FILE *g_csv = nullptr;
+int g_rank = 0;
+
+void row(const char *what, const char *path, size_t bytes, double value, const char *unit) {
+  if (g_rank != 0) return;
+  std::printf("%-10s %-5s %10zu %12.3f %s\n", what, path, bytes, value, unit);
+  if (g_csv) std::fprintf(g_csv, "%s,%s,%zu,%.4f,%s\n", what, path, bytes, value, unit);
+  std::fflush(stdout);
+}
+
+}  // namespace
+
+int main(int argc, char **argv) {
+  int provided = 0, size = 1;
+  MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
+  MPI_Comm_rank(MPI_COMM_WORLD, &g_rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  int ngpu = 0;
+  if (cudaGetDeviceCount(&ngpu) != cudaSuccess || ngpu == 0) {
+    if (g_rank == 0) std::printf("skipped: no GPU\n");
+    MPI_Finalize();
+    return 77;
+  }
+  CK(cudaSetDevice(g_rank % ngpu));
+  if (g_rank == 0 && argc > 1) {
+    g_csv = std::fopen(argv[1], "w");
+    if (g_csv) std::fprintf(g_csv, "test,path,bytes,value,unit\n");
+  }
+  int sms = 0;
+  CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, g_rank % ngpu));
+  MPI_Comm world, self;
+  MPIX_Comm_dup_nowildcard(MPI_COMM_WORLD, &world);
+  MPIX_Comm_dup_nowildcard(MPI_COMM_SELF, &self);
+  MPIX_Device_comm hw{}, hs{};
+  if (MPIX_Comm_device_handle(world, &hw) != MPI_SUCCESS || MPIX_Comm_device_handle(self, &hs) != MPI_SUCCESS) {
+    std::fprintf(stderr, "MPIX_Comm_device_handle failed\n");
+    MPI_Abort(MPI_COMM_WORLD, 1);
+  }
+  // The same through the proxy path (descriptors to the progress thread).
+  MPI_Comm pworld, pself;
+  MPIX_Comm_dup_nowildcard(MPI_COMM_WORLD, &pworld);
+  MPIX_Comm_dup_nowildcard(MPI_COMM_SELF, &pself);
+  MPIX_Device_comm pw{}, ps{};
+  setenv("MPIX_DEVICE_PATH", "proxy", 1);
+  const bool proxy_ok = MPIX_Comm_device_handle(pworld, &pw) == MPI_SUCCESS &&
+                        MPIX_Comm_device_handle(pself, &ps) == MPI_SUCCESS;
+  unsetenv("MPIX_DEVICE_PATH");
+  const size_t maxn = 16u << 20;
+  unsigned char *a = nullptr, *b = nullptr;
+  CK(cudaMalloc(&a, maxn));
+  CK(cudaMalloc(&b, maxn));
+  CK(cudaMemset(a, 1, maxn));
+  CK(cudaMemset(b, 2, maxn));
+  Timers t;
+  unsigned *bad = nullptr;
+  CK(cudaMalloc(&bad, sizeof(unsigned)));
+  CK(cudaMemset(bad, 0, sizeof(unsigned)));
+  if (g_rank == 0)
+    std::printf("# %d SMs; ring %u x %u B, %u channels\n%-10s %-5s %10s %12s unit\n", sms, hw.slots, hw.slot_bytes,
+                hw.channels, "test", "path", "bytes", "value");
+  const int ipc_iters = std::getenv("BENCH_DEV_IPC_ITERS") ? std::atoi(std::getenv("BENCH_DEV_IPC_ITERS")) : 50;
+
+  // ---- latency ----
+  for (size_t n = 8; n <= maxn; n *= 4) {
+    const int iters = n >= (1u << 20) ? 20 : 1000;
+    if (g_rank == 0) {
+      t.reset();
+      pp_self<<<2, 512>>>(hs, a, b, n, iters, 10, t.d);
+      CK(cudaDeviceSynchronize());
+      row("latency", "self", n, t.get()[0] / 1e3 / (2.0 * iters), "us");
+    }
+    if (size >= 2) {
+      MPI_Barrier(MPI_COMM_WORLD);
+      const int it = n >= (1u << 20) ? 5 : ipc_iters;
+      if (g_rank < 2) {
+        t.reset();
+        pp_ipc<<<1, 512>>>(hw, 1 - g_rank, g_rank == 0, a, n, it, 2, t.d);
+        CK(cudaDeviceSynchronize());
+        if (g_rank == 0) row("latency", "ipc", n, t.get()[0] / 1e3 / (2.0 * it), "us");
+      }
+    }
+  }
+
+  // ---- proxy latency ----
+  for (size_t n = 8; proxy_ok && n <= maxn; n *= 16) {
+    const int iters = n >= (1u << 20) ? 10 : 200;
+    if (g_rank == 0) {
+      t.reset();
+      pp_self<<<2, 512>>>(ps, a, b, n, iters, 5, t.d);
+      CK(cudaDeviceSynchronize());
+      row("latency", "pxself", n, t.get()[0] / 1e3 / (2.0 * iters), "us");
+    }
+    if (size >= 2) {
+      MPI_Barrier(MPI_COMM_WORLD);
+      const int it = n >= (1u << 20) ? 5 : ipc_iters;
+      if (g_rank < 2) {
+        t.reset();
+        pp_ipc<<<1, 512>>>(pw, 1 - g_rank, g_rank == 0, a, n, it, 2, t.d);
+        CK(cudaDeviceSynchronize());
+        if (g_rank == 0) row("latency", "proxy", n, t.get()[0] / 1e3 / (2.0 * it), "us");
+      }
+    }
+  }
+
+  // ---- message rate, 8 B ----
+  {
+    const int msgs = 200;
+    if (g_rank == 0) {
+      t.reset();
+      rate_self<<<2 * sms, 256>>>(hs, msgs, t.d, t.d + 1, bad);
+      CK(cudaDeviceSynchronize());
+      auto v = t.get();
+      const double n = double(sms) * 256 * msgs;
+      row("rate", "self", 8, n / ((v[1] - v[0]) / 1e9) / 1e6, "Mmsg/s");
+    }
+    if (size >= 2) {
+      MPI_Barrier(MPI_COMM_WORLD);
+      if (g_rank < 2) {
+        t.reset();
+        rate_ipc<<<sms, 256>>>(hw, 1 - g_rank, g_rank == 0, 20, t.d, t.d + 1, bad);
+        CK(cudaDeviceSynchronize());
+        auto v = t.get();
+        unsigned long long w[2] = {v[0], v[1]}, all[2] = {0, 0};
+        MPI_Reduce(&w[0], &all[0], 1, MPI_UNSIGNED_LONG_LONG, MPI_MIN, 0, MPI_COMM_WORLD);
+        MPI_Reduce(&w[1], &all[1], 1, MPI_UNSIGNED_LONG_LONG, MPI_MAX, 0, MPI_COMM_WORLD);
+        const double n = double(sms) * 256 * 20;
+        row("rate", "ipc", 8, n / ((all[1] - all[0]) / 1e9) / 1e6, "Mmsg/s");
+      }
+    }
+    unsigned hbad = 0;
+    CK(cudaMemcpy(&hbad, bad, sizeof hbad, cudaMemcpyDeviceToHost));
+    if (hbad) std::fprintf(stderr, "[%d] rate: %u messages corrupted\n", g_rank, hbad);
+  }
+
+  // ---- bandwidth at 16 MiB ----
+  {
+    const int iters = 10;
+    if (g_rank == 0) {
+      cudaEvent_t e0, e1;
+      cudaEventCreate(&e0);
+      cudaEventCreate(&e1);
+      CK(cudaMemcpy(b, a, maxn, cudaMemcpyDeviceToDevice));
+      cudaEventRecord(e0);
+      for (int i = 0; i < iters; ++i) cudaMemcpyAsync(b, a, maxn, cudaMemcpyDeviceToDevice);
+      cudaEventRecord(e1);
+      CK(cudaEventSynchronize(e1));
+      float ms = 0;
+      cudaEventElapsedTime(&ms, e0, e1);
+      row("bw", "memcpy", maxn, double(maxn) * iters / (ms / 1e3) / 1e9, "GB/s");
+      for (int blocks : {8, 32, sms / 2}) {
+        t.reset();
+        bw_self<<<2 * blocks, 512>>>(hs, a, b, maxn, iters, t.d, t.d + 1);
+        CK(cudaDeviceSynchronize());
+        auto v = t.get();
+        char name[32];
+        std::snprintf(name, sizeof name, "bw/%dblk", blocks);
+        row(name, "self", maxn, double(maxn) * iters / ((v[1] - v[0]) / 1e9) / 1e9, "GB/s");
+      }
+    }
+    if (size >= 2) {
+      MPI_Barrier(MPI_COMM_WORLD);
+      if (g_rank < 2) {
+        t.reset();
+        const int blocks = sms / 2;
+        bw_ipc<<<blocks, 512>>>(hw, 1 - g_rank, g_rank == 0, a, maxn, iters, t.d, t.d + 1);
+        CK(cudaDeviceSynchronize());
+        auto v = t.get();
+        unsigned long long all[2] = {0, 0};
+        MPI_Reduce(&v[0], &all[0], 1, MPI_UNSIGNED_LONG_LONG, MPI_MIN, 0, MPI_COMM_WORLD);
+        MPI_Reduce(&v[1], &all[1], 1, MPI_UNSIGNED_LONG_LONG, MPI_MAX, 0, MPI_COMM_WORLD);
+        char name[32];
+        std::snprintf(name, sizeof name, "bw/%dblk", blocks);
+        row(name, "ipc", maxn, double(maxn) * iters / ((all[1] - all[0]) / 1e9) / 1e9, "GB/s");
+      }
+    }
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+  if (g_csv) std::fclose(g_csv);
+  cudaFree(a);
+  cudaFree(b);
+  cudaFree(bad);
+  MPI_Comm_free(&world);
+  MPI_Comm_free(&self);
+  MPI_Comm_free(&pworld);
+  MPI_Comm_free(&pself);
+  MPI_Finalize();
+  return 0;
+}

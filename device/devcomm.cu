@@ -1,0 +1,98 @@
+#include <cuda_runtime.h>
+
+#include "devcomm.h"
+
+namespace mpix::device {
+
+std::unique_ptr<DevComm> DevComm::create(const MPIX_Device_comm &h, DevStatus *status) {
+  int n = 0;
+  if (cudaGetDeviceCount(&n) != cudaSuccess || n == 0) {
+    *status = DevStatus::kNoGpu;
+    return nullptr;
+  }
+  auto d = std::make_unique<DevComm>();
+  d->h_ = h;
+  *status = DevStatus::kCudaError;
+  if (cudaGetDevice(&d->device_) != cudaSuccess) return nullptr;
+  const std::uint64_t bytes = mpixd_layout(&d->h_, 0);
+  if (cudaMalloc(&d->mailbox_, bytes) != cudaSuccess) {
+    d->mailbox_ = nullptr;
+    return nullptr;
+  }
+  if (cudaMemset(d->mailbox_, 0, bytes) != cudaSuccess) return nullptr;
+  if (cudaMalloc(&d->bases_dev_, sizeof(char *) * h.size) != cudaSuccess) {
+    d->bases_dev_ = nullptr;
+    return nullptr;
+  }
+  if (cudaDeviceSynchronize() != cudaSuccess) return nullptr;
+  if (ipc_export(d->mailbox_, d->handle_) != 0) return nullptr;
+  d->h_.local = static_cast<char *>(d->mailbox_);
+  d->h_.bases = static_cast<char *const *>(d->bases_dev_);
+  *status = DevStatus::kOk;
+  return d;
+}
+
+DevStatus DevComm::connect(const unsigned char *handles) {
+  std::vector<char *> bases(h_.size, nullptr);
+  for (int r = 0; r < h_.size; ++r) {
+    if (r == h_.rank) {
+      bases[r] = static_cast<char *>(mailbox_);
+      continue;
+    }
+    void *p = nullptr;
+    if (ipc_open(handles + static_cast<std::size_t>(r) * kIpcHandleBytes, device_, &p) != 0)
+      return DevStatus::kCudaError;
+    mapped_.push_back(p);
+    bases[r] = static_cast<char *>(p);
+  }
+  if (cudaMemcpy(bases_dev_, bases.data(), sizeof(char *) * h_.size, cudaMemcpyHostToDevice) != cudaSuccess)
+    return DevStatus::kCudaError;
+  return DevStatus::kOk;
+}
+
+DevComm::~DevComm() {
+  // Kernels using the handle must have ended: the communicator is being
+  // freed, collectively.
+  cudaDeviceSynchronize();
+  for (void *p : mapped_) ipc_close(p);
+  if (bases_dev_) cudaFree(bases_dev_);
+  if (mailbox_) cudaFree(mailbox_);
+}
+
+void *mapped_alloc(std::size_t bytes) {
+  int n = 0;
+  if (cudaGetDeviceCount(&n) != cudaSuccess || n == 0) return nullptr;
+  void *p = nullptr;
+  if (cudaHostAlloc(&p, bytes, cudaHostAllocMapped | cudaHostAllocPortable) != cudaSuccess) return nullptr;
+  __builtin_memset(p, 0, bytes);
+  void *d = nullptr;
+  // The device calls use the pointer as is: unified addressing must map it
+  // to the same address (true on every 64-bit platform CUDA supports).
+  if (cudaHostGetDevicePointer(&d, p, 0) != cudaSuccess || d != p) {
+    cudaFreeHost(p);
+    return nullptr;
+  }
+  return p;
+}
+
+void mapped_free(void *p) {
+  if (p) cudaFreeHost(p);
+}
+
+void *device_alloc_zero(std::size_t bytes) {
+  int n = 0;
+  if (cudaGetDeviceCount(&n) != cudaSuccess || n == 0) return nullptr;
+  void *p = nullptr;
+  if (cudaMalloc(&p, bytes) != cudaSuccess) return nullptr;
+  if (cudaMemset(p, 0, bytes) != cudaSuccess || cudaDeviceSynchronize() != cudaSuccess) {
+    cudaFree(p);
+    return nullptr;
+  }
+  return p;
+}
+
+void device_free(void *p) {
+  if (p) cudaFree(p);
+}
+
+}  // namespace mpix::device

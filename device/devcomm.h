@@ -1,0 +1,55 @@
+// The GPU memory behind an MPIX_Device_comm (include/mpix_device.h): this
+// rank's mailbox (allocated, zeroed, exported by CUDA IPC) and the peers'
+// mailboxes mapped into this process. Free of MPI: mpix/device_handle.cc
+// exchanges the IPC handles. Stub in devcomm_none.cc without CUDA.
+#ifndef MPIX_DEVICE_DEVCOMM_H
+#define MPIX_DEVICE_DEVCOMM_H
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "ipc.h"
+#include "mpix_device/proto.h"
+
+namespace mpix::device {
+
+enum class DevStatus { kOk, kNoCuda, kNoGpu, kCudaError };
+
+class DevComm {
+ public:
+  // Allocates the mailbox on the current GPU for `h` (channels, slots,
+  // slot_bytes, posted, rank, size, tag_ub set); fills the layout.
+  static std::unique_ptr<DevComm> create(const MPIX_Device_comm &h, DevStatus *status);
+  DevComm() = default;  // empty; create() makes usable ones
+  ~DevComm();
+  DevComm(const DevComm &) = delete;
+  DevComm &operator=(const DevComm &) = delete;
+
+  // This mailbox's IPC handle (kIpcHandleBytes).
+  const unsigned char *ipc_handle() const { return handle_; }
+  // Maps every peer's mailbox (handles: size * kIpcHandleBytes, by rank).
+  DevStatus connect(const unsigned char *handles);
+  const MPIX_Device_comm &handle() const { return h_; }
+
+ private:
+  MPIX_Device_comm h_{};
+  int device_ = 0;
+  void *mailbox_ = nullptr;
+  void *bases_dev_ = nullptr;
+  std::vector<void *> mapped_;  // peers' mailboxes opened here
+  unsigned char handle_[kIpcHandleBytes] = {};
+};
+
+// Host memory the GPU reads and writes directly (pinned, mapped; with
+// unified addressing its device address is its host address), and zeroed
+// device memory. nullptr without CUDA or a GPU.
+void *mapped_alloc(std::size_t bytes);
+void mapped_free(void *p);
+void *device_alloc_zero(std::size_t bytes);
+void device_free(void *p);
+
+}  // namespace mpix::device
+
+#endif

@@ -1,0 +1,17 @@
+// Builds without CUDA: no device communicators.
+#include "devcomm.h"
+
+namespace mpix::device {
+
+std::unique_ptr<DevComm> DevComm::create(const MPIX_Device_comm &, DevStatus *status) {
+  *status = DevStatus::kNoCuda;
+  return nullptr;
+}
+DevComm::~DevComm() = default;
+DevStatus DevComm::connect(const unsigned char *) { return DevStatus::kNoCuda; }
+void *mapped_alloc(std::size_t) { return nullptr; }
+void mapped_free(void *) {}
+void *device_alloc_zero(std::size_t) { return nullptr; }
+void device_free(void *) {}
+
+}  // namespace mpix::device

@@ -1,0 +1,141 @@
+// MPIX_Comm_device_handle: the host side of device-callable send/recv
+// (include/mpix_device.h). What a handle owns (IPC mailboxes, or the proxy
+// queue) hangs on the communicator as an attribute, so MPI_Comm_free (or
+// MPI_Finalize) releases it.
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <vector>
+
+#include "device/devcomm.h"
+#include "device_proxy.h"
+#include "mpix_device.h"
+#include "src/errors.h"
+#include "src/p2p/engine.h"
+#include "src/runtime.h"
+
+using namespace mpix;
+
+namespace {
+
+int g_keyval = MPI_KEYVAL_INVALID;
+
+struct DeviceHandle {
+  MPIX_Device_comm h{};
+  std::unique_ptr<device::DevComm> ipc;
+  std::unique_ptr<devproxy::ProxyQueue> proxy;
+};
+
+int delete_devcomm(MPI_Comm, int, void *attr, void *) {
+  std::unique_ptr<DeviceHandle> owned(static_cast<DeviceHandle *>(attr));
+  return MPI_SUCCESS;
+}
+
+// Power of two in [lo, hi] from the environment, or def.
+unsigned env_pow2(const char *name, unsigned def, unsigned lo, unsigned hi) {
+  const char *v = std::getenv(name);
+  if (v == nullptr || *v == '\0') return def;
+  unsigned long x = std::strtoul(v, nullptr, 0);
+  if (x < lo) x = lo;
+  if (x > hi) x = hi;
+  unsigned p = 1;
+  while (p * 2 <= x) p *= 2;
+  return p;
+}
+
+Err status_error(device::DevStatus s) {
+  switch (s) {
+    case device::DevStatus::kOk: return Err::kCount;
+    case device::DevStatus::kNoCuda: return Err::kDeviceBufferNoCuda;
+    case device::DevStatus::kNoGpu: return Err::kDeviceNoGpu;
+    case device::DevStatus::kCudaError: break;
+  }
+  return Err::kDeviceSetup;
+}
+
+// Every rank's outcome: the worst one, so all ranks fail together.
+int agree(MPI_Comm comm, Err mine) {
+  int e = static_cast<int>(mine), worst = 0;
+  if (e == static_cast<int>(Err::kCount)) e = -1;
+  PMPI_Allreduce(&e, &worst, 1, MPI_INT, MPI_MAX, comm);
+  return worst;
+}
+
+}  // namespace
+
+int MPIX_Comm_device_handle(MPI_Comm comm, MPIX_Device_comm *handle) {
+  if (!runtime_active()) return raise_error(comm, Err::kNotInitialized, __func__);
+  if (comm == MPI_COMM_NULL) return raise_error(comm, Err::kInvalidComm, __func__);
+  if (handle == nullptr) return raise_error(comm, Err::kInvalidArg, __func__);
+  auto c = p2p::p2p_find(comm);
+  if (!c || !c->handled() || !c->hints().no_wildcards())
+    return raise_error(comm, Err::kDeviceCommNotHandled, __func__);
+  if (g_keyval == MPI_KEYVAL_INVALID)
+    PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, delete_devcomm, &g_keyval, nullptr);
+  void *attr = nullptr;
+  int found = 0;
+  PMPI_Comm_get_attr(comm, g_keyval, &attr, &found);
+  if (found) {  // one set of mailboxes per communicator
+    *handle = static_cast<DeviceHandle *>(attr)->h;
+    return MPI_SUCCESS;
+  }
+  int inter = 0;
+  PMPI_Comm_test_inter(comm, &inter);
+  if (inter) return raise_error(comm, Err::kInvalidComm, __func__);
+
+  MPIX_Device_comm h{};
+  PMPI_Comm_rank(comm, &h.rank);
+  PMPI_Comm_size(comm, &h.size);
+  // Sizes from the environment, agreed on (the layouts must be identical).
+  unsigned cfg[4] = {env_pow2("MPIX_DEVICE_CHANNELS", 32, 1, 1024), env_pow2("MPIX_DEVICE_RING", 64, 1, 1u << 16),
+                     env_pow2("MPIX_DEVICE_SLOT_BYTES", 16384, 256, 1u << 24),
+                     env_pow2("MPIX_DEVICE_POSTED", 32, 1, 4096)};
+  PMPI_Allreduce(MPI_IN_PLACE, cfg, 4, MPI_UNSIGNED, MPI_MAX, comm);
+  h.channels = cfg[0];
+  h.slots = cfg[1];
+  h.slot_bytes = cfg[2];
+  h.posted = cfg[3];
+  int *tag_ub = nullptr;
+  int has_ub = 0;
+  PMPI_Comm_get_attr(MPI_COMM_WORLD, MPI_TAG_UB, &tag_ub, &has_ub);
+  h.tag_ub = has_ub && tag_ub ? *tag_ub : 32767;
+
+  // The pure-GPU path needs every peer on this node (CUDA IPC); otherwise,
+  // or when asked (MPIX_DEVICE_PATH=proxy), the proxy path.
+  MPI_Comm node = MPI_COMM_NULL;
+  PMPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
+  int node_size = 0;
+  PMPI_Comm_size(node, &node_size);
+  PMPI_Comm_free(&node);
+  const char *path = std::getenv("MPIX_DEVICE_PATH");
+  int proxy = node_size != h.size || (path != nullptr && std::strcmp(path, "proxy") == 0);
+  PMPI_Allreduce(MPI_IN_PLACE, &proxy, 1, MPI_INT, MPI_MAX, comm);
+
+  auto owner = std::make_unique<DeviceHandle>();
+  if (proxy) {
+    if (runtime().thread_underlying != MPI_THREAD_MULTIPLE)
+      return raise_error(comm, Err::kNoThreadMultiple, __func__);
+    h.path = MPIXD_PATH_PROXY;
+    const char *hostmem = std::getenv("MPIX_DEVICE_PROXY_HOSTMEM");
+    owner->proxy = devproxy::ProxyQueue::create(comm, &h, env_pow2("MPIX_DEVICE_PROXY_QUEUE", 4096, 2, 1u << 20),
+                                                hostmem != nullptr && std::strcmp(hostmem, "1") == 0);
+    const int worst = agree(comm, owner->proxy ? Err::kCount : Err::kDeviceSetup);
+    if (worst >= 0) return raise_error(comm, static_cast<Err>(worst), __func__);
+  } else {
+    device::DevStatus st = device::DevStatus::kOk;
+    owner->ipc = device::DevComm::create(h, &st);
+    int worst = agree(comm, status_error(st));
+    if (worst >= 0) return raise_error(comm, static_cast<Err>(worst), __func__);
+    std::vector<unsigned char> all(static_cast<std::size_t>(h.size) * device::kIpcHandleBytes);
+    PMPI_Allgather(owner->ipc->ipc_handle(), device::kIpcHandleBytes, MPI_BYTE, all.data(), device::kIpcHandleBytes,
+                   MPI_BYTE, comm);
+    st = owner->ipc->connect(all.data());
+    worst = agree(comm, status_error(st));
+    if (worst >= 0) return raise_error(comm, static_cast<Err>(worst), __func__);
+    h = owner->ipc->handle();
+  }
+  owner->h = h;
+  *handle = h;
+  PMPI_Comm_set_attr(comm, g_keyval, owner.release());
+  return MPI_SUCCESS;
+}
