@@ -40,6 +40,14 @@ class ExactQueues {
     return r;
   }
 
+  // Whether anything is queued under k (a receive or a message): a new
+  // entry of key k must then meet it first.
+  bool key_busy(Key k) {
+    if (!is_valid_message_key(k)) return false;
+    const Bucket* b = core_.table.find(pack(k));
+    return b != nullptr && (b->has_messages() || b->has_receives());
+  }
+
   ProbeResult probe(Key k) {
     ++core_.counters.probes;
     if (!is_valid_message_key(k)) return ProbeResult{false, 0};

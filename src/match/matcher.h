@@ -89,6 +89,12 @@ class Matcher {
   ProbeResult take(Key pattern) {
     return with_queues([&](auto& q) { return q.take(pattern); });
   }
+  // Whether a new entry with exact key k could meet something already
+  // queued (batch callers keep such keys out of a batch, so that older
+  // entries keep their precedence).
+  bool key_busy(Key k) {
+    return with_queues([&](auto& q) { return q.key_busy(k); });
+  }
   // Removes a queued receive; false if it already matched or was cancelled.
   bool cancel(RecvHandle handle) {
     return with_queues([&](auto& q) { return q.cancel(handle); });

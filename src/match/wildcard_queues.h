@@ -116,6 +116,16 @@ class WildcardQueues {
     return ArriveResult{Status::kQueued, 0};
   }
 
+  // Whether a new entry of exact key k could meet something queued: an
+  // entry under k itself, or any queued wildcard receive (conservatively,
+  // whatever its pattern).
+  bool key_busy(Key k) {
+    if (pending_[kAnySourcePattern] != 0 || pending_[kAnyTagPattern] != 0 || pending_[kAnyBothPattern] != 0)
+      return true;
+    const Bucket* b = core_.table.find(pack(k));
+    return b != nullptr && (b->has_messages() || b->has_receives());
+  }
+
   ProbeResult probe(Key k) {
     ++core_.counters.probes;
     if (!is_valid_receive_key(k)) return ProbeResult{false, 0};

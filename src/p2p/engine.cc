@@ -179,6 +179,35 @@ void P2PComm::keep_unexpected(Message &m) {
   unexpected_bytes_ += sizeof(Message) + (m.owned ? m.bytes : 0);
 }
 
+namespace {
+// Moves the items for which pred holds from `from` to the end of `to`,
+// keeping the relative order in both.
+template <class Pred>
+void split_out(std::vector<match::BatchItem> &from, std::vector<match::BatchItem> &to, Pred pred) {
+  std::size_t kept = 0;
+  for (const match::BatchItem &b : from) {
+    if (pred(b)) to.push_back(b);
+    else from[kept++] = b;
+  }
+  from.resize(kept);
+}
+
+// Entries taken out of the matcher, ahead of `to` (in their order).
+void prepend_entries(const std::vector<match::Entry> &entries, std::vector<match::BatchItem> &to) {
+  if (entries.empty()) return;
+  std::vector<match::BatchItem> all;
+  all.reserve(entries.size() + to.size());
+  for (const match::Entry &e : entries)
+    all.push_back(match::BatchItem{match::BatchKey{0, e.key.source, e.key.tag}, e.cookie});
+  all.insert(all.end(), to.begin(), to.end());
+  to.swap(all);
+}
+
+// Drain the matcher into a batch when the batch has at least 1/4 of its
+// queued entries (see region_flush).
+constexpr std::size_t kRegionDrainRatio = 4;
+}  // namespace
+
 int P2PComm::region_flush() {
   if (!region_pending()) return 0;
   // Local lists: deliveries below must not see half-processed members.
@@ -188,9 +217,35 @@ int P2PComm::region_flush() {
   arrivals.swap(region_arrivals_);
   receives.swap(region_receives_);
   const int handled = static_cast<int>(arrivals.size() + receives.size());
+  // Keys with older entries still queued in the matcher (receives posted
+  // before the region, messages a previous batch left over) must meet those
+  // first: their entries go one by one through the matcher. Every other key
+  // is decided by the batch alone; the two sets share no key, so neither
+  // can take the other's partner.
+  std::vector<match::BatchItem> &seq_arrivals = region_seq_[0], &seq_receives = region_seq_[1];
+  seq_arrivals.clear();
+  seq_receives.clear();
   const match::Stats st = matcher_->stats();
-  if (st.posted_depth == 0 && st.unexpected_depth == 0 && !arrivals.empty() && !receives.empty()) {
-    // Nothing older waits in the matcher, so the batch alone decides.
+  const std::size_t queued = st.posted_depth + st.unexpected_depth;
+  if (queued != 0 && matcher_->mode() != match::Mode::kOrderedWildcard &&
+      static_cast<std::size_t>(handled) * kRegionDrainRatio >= queued) {
+    // The queued entries are older than the batch: put them first in each
+    // list (queue order kept), so the batch's per-key FIFO pairs them first
+    // too, and the whole state is matched as one batch. Re-queueing what is
+    // left costs O(queued), paid for by the batch being at least
+    // 1/kRegionDrainRatio of it. (Queued wildcard receives rule this out:
+    // their precedence is not per key.)
+    match::Drained old = matcher_->drain();
+    prepend_entries(old.unexpected, arrivals);
+    prepend_entries(old.posted, receives);
+  } else if (queued != 0) {
+    const auto busy = [this](const match::BatchItem &b) {
+      return matcher_->key_busy(match::Key{b.key.source, b.key.tag});
+    };
+    split_out(arrivals, seq_arrivals, busy);
+    split_out(receives, seq_receives, busy);
+  }
+  if (!arrivals.empty() && !receives.empty()) {
     const RegionBatchView v = region_batch_match(arrivals, receives);
     for (std::uint32_t i = 0; i < v.n_pairs; ++i) {
       auto *r = reinterpret_cast<Request *>(v.pairs[i].receive_cookie);
@@ -206,13 +261,15 @@ int P2PComm::region_flush() {
     for (std::uint32_t i = 0; i < v.n_unmatched_receives; ++i)
       region_queue_receive(receives[v.unmatched_receives[i]]);
   } else {
-    // Older receives or messages wait in the matcher and come first: one by
-    // one through it (the order of the two loops does not matter without
-    // wildcards; with them, older wildcard receives still come first).
-    region_batch_note_sequential(static_cast<std::uint64_t>(handled));
     for (const match::BatchItem &a : arrivals) region_queue_arrival(a);
     for (const match::BatchItem &r : receives) region_queue_receive(r);
   }
+  // The order of the two loops does not matter without wildcards; with
+  // them, older wildcard receives still come first (they are queued).
+  if (!seq_arrivals.empty() || !seq_receives.empty())
+    region_batch_note_sequential(static_cast<std::uint64_t>(seq_arrivals.size() + seq_receives.size()));
+  for (const match::BatchItem &a : seq_arrivals) region_queue_arrival(a);
+  for (const match::BatchItem &r : seq_receives) region_queue_receive(r);
   arrivals.clear();
   receives.clear();
   region_spare_[0].swap(arrivals);

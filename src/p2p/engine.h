@@ -177,6 +177,7 @@ class P2PComm final : public CommState, public std::enable_shared_from_this<P2PC
   std::vector<match::BatchItem> region_arrivals_;
   std::vector<match::BatchItem> region_receives_;
   std::vector<match::BatchItem> region_spare_[2];  // capacity kept between flushes
+  std::vector<match::BatchItem> region_seq_[2];    // entries of keys queued in the matcher, per flush
   std::size_t region_receives_seen_ = 0;  // region_receives_.size() at the last poll
   void region_queue_arrival(const match::BatchItem &a);
   void region_queue_receive(const match::BatchItem &r);

@@ -12,7 +12,8 @@
 # on this quiet 16-core host), bench-gpu (the GPU benchmarks), bench-match
 # (GPU batch matching against the CPU batch matcher), bench-dev
 # (device-initiated send/recv, bench/bench_dev_p2p), dev-tests (only the
-# dev_* lines of the GPU testlist, with memcheck and racecheck). The build
+# dev_* lines of the GPU testlist, with memcheck and racecheck), scaling
+# (issue 8: bench/run_scaling.sh on every GPU of the host). The build
 # always runs first, so any stage can run alone.
 #
 # The generated build files are carried because the GPU machine has no
@@ -183,6 +184,11 @@ if [ -x bench/bench_dev_p2p ]; then
     >"$OUT/bench_dev_p2p.txt" 2>&1 || { echo "bench_dev_p2p failed (exit $?)"; bench_fail=1; }
   cat "$OUT/bench_dev_p2p.txt"
 fi
+fi
+if has_stage scaling; then
+  log "scaling (issue 8): all GPU pairs, Jacobi weak scaling, device ping-pong, 8-rank regions"
+  mps_stop  # one rank per GPU here
+  bash bench/run_scaling.sh -o "$OUT/scaling" -e "$MPIEXEC" || bench_fail=1
 fi
 # The device tool brings back at most 8 files: everything goes into one archive.
 tar czf /tmp/gpu-run.tgz -C "$OUT" . && rm -rf "${OUT:?}"/* && mv /tmp/gpu-run.tgz "$OUT/"

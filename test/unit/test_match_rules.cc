@@ -47,6 +47,29 @@ TEST_P(AnyMode, ArriveThenPostMatches) {
   EXPECT_EQ(p.partner, 200u);
 }
 
+// key_busy tells a batch caller which keys must go through the queues.
+TEST_P(AnyMode, KeyBusyWhileAnythingOfTheKeyIsQueued) {
+  Matcher m(GetParam());
+  EXPECT_FALSE(m.key_busy(kA));
+  ASSERT_EQ(m.post(kA, 100).status, Status::kQueued);
+  EXPECT_TRUE(m.key_busy(kA));
+  EXPECT_FALSE(m.key_busy(kB));
+  ASSERT_EQ(m.arrive(kA, 200).status, Status::kMatched);
+  EXPECT_FALSE(m.key_busy(kA));
+  ASSERT_EQ(m.arrive(kC, 300).status, Status::kQueued);
+  EXPECT_TRUE(m.key_busy(kC));
+  EXPECT_FALSE(m.key_busy(kA));
+}
+
+TEST(KeyBusy, AnyQueuedWildcardReceiveMakesEveryKeyBusy) {
+  Matcher m(Mode::kOrderedWildcard);
+  ASSERT_EQ(m.post(Key{kAnySource, 10}, 100).status, Status::kQueued);
+  EXPECT_TRUE(m.key_busy(kA));
+  EXPECT_TRUE(m.key_busy(kB));  // conservative: another tag
+  ASSERT_EQ(m.arrive(kA, 200).status, Status::kMatched);
+  EXPECT_FALSE(m.key_busy(kB));
+}
+
 TEST_P(AnyMode, DifferentKeysDoNotMatch) {
   Matcher m(GetParam());
   ASSERT_FALSE(m.post(kA, 1).matched());
