@@ -23,17 +23,10 @@
 
 #include "mpix.h"
 #include "mpix_device.h"
+#include "test/gpu/cuda_check.h"
 
 namespace {
 
-#define CK(x)                                                                                \
-  do {                                                                                       \
-    cudaError_t e_ = (x);                                                                    \
-    if (e_ != cudaSuccess) {                                                                 \
-      std::fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_)); \
-      MPI_Abort(MPI_COMM_WORLD, 1);                                                          \
-    }                                                                                        \
-  } while (0)
 
 __device__ unsigned long long now_ns() {
   unsigned long long t;
@@ -142,15 +135,15 @@ __global__ void __launch_bounds__(512) bw_self(MPIX_Device_comm c, unsigned char
 
 struct Timers {
   unsigned long long *d = nullptr;
-  Timers() { CK(cudaMalloc(&d, 4 * sizeof(unsigned long long))); reset(); }
+  Timers() { CHECK_CUDA(cudaMalloc(&d, 4 * sizeof(unsigned long long))); reset(); }
   ~Timers() { cudaFree(d); }
   void reset() {
     unsigned long long h[4] = {~0ull, 0, 0, 0};
-    CK(cudaMemcpy(d, h, sizeof h, cudaMemcpyHostToDevice));
+    CHECK_CUDA(cudaMemcpy(d, h, sizeof h, cudaMemcpyHostToDevice));
   }
   std::vector<unsigned long long> get() {
     std::vector<unsigned long long> h(4);
-    CK(cudaMemcpy(h.data(), d, 4 * sizeof(unsigned long long), cudaMemcpyDeviceToHost));
+    CHECK_CUDA(cudaMemcpy(h.data(), d, 4 * sizeof(unsigned long long), cudaMemcpyDeviceToHost));
     return h;
   }
 };
@@ -178,13 +171,13 @@ int main(int argc, char **argv) {
     MPI_Finalize();
     return 77;
   }
-  CK(cudaSetDevice(g_rank % ngpu));
+  CHECK_CUDA(cudaSetDevice(g_rank % ngpu));
   if (g_rank == 0 && argc > 1) {
     g_csv = std::fopen(argv[1], "w");
     if (g_csv) std::fprintf(g_csv, "test,path,bytes,value,unit\n");
   }
   int sms = 0;
-  CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, g_rank % ngpu));
+  CHECK_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, g_rank % ngpu));
   MPI_Comm world, self;
   MPIX_Comm_dup_nowildcard(MPI_COMM_WORLD, &world);
   MPIX_Comm_dup_nowildcard(MPI_COMM_SELF, &self);
@@ -204,14 +197,14 @@ int main(int argc, char **argv) {
   unsetenv("MPIX_DEVICE_PATH");
   const size_t maxn = 16u << 20;
   unsigned char *a = nullptr, *b = nullptr;
-  CK(cudaMalloc(&a, maxn));
-  CK(cudaMalloc(&b, maxn));
-  CK(cudaMemset(a, 1, maxn));
-  CK(cudaMemset(b, 2, maxn));
+  CHECK_CUDA(cudaMalloc(&a, maxn));
+  CHECK_CUDA(cudaMalloc(&b, maxn));
+  CHECK_CUDA(cudaMemset(a, 1, maxn));
+  CHECK_CUDA(cudaMemset(b, 2, maxn));
   Timers t;
   unsigned *bad = nullptr;
-  CK(cudaMalloc(&bad, sizeof(unsigned)));
-  CK(cudaMemset(bad, 0, sizeof(unsigned)));
+  CHECK_CUDA(cudaMalloc(&bad, sizeof(unsigned)));
+  CHECK_CUDA(cudaMemset(bad, 0, sizeof(unsigned)));
   if (g_rank == 0)
     std::printf("# %d SMs; ring %u x %u B, %u channels\n%-10s %-5s %10s %12s unit\n", sms, hw.slots, hw.slot_bytes,
                 hw.channels, "test", "path", "bytes", "value");
@@ -223,7 +216,7 @@ int main(int argc, char **argv) {
     if (g_rank == 0) {
       t.reset();
       pp_self<<<2, 512>>>(hs, a, b, n, iters, 10, t.d);
-      CK(cudaDeviceSynchronize());
+      CHECK_CUDA(cudaDeviceSynchronize());
       row("latency", "self", n, t.get()[0] / 1e3 / (2.0 * iters), "us");
     }
     if (size >= 2) {
@@ -232,7 +225,7 @@ int main(int argc, char **argv) {
       if (g_rank < 2) {
         t.reset();
         pp_ipc<<<1, 512>>>(hw, 1 - g_rank, g_rank == 0, a, n, it, 2, t.d);
-        CK(cudaDeviceSynchronize());
+        CHECK_CUDA(cudaDeviceSynchronize());
         if (g_rank == 0) row("latency", "ipc", n, t.get()[0] / 1e3 / (2.0 * it), "us");
       }
     }
@@ -244,7 +237,7 @@ int main(int argc, char **argv) {
     if (g_rank == 0) {
       t.reset();
       pp_self<<<2, 512>>>(ps, a, b, n, iters, 5, t.d);
-      CK(cudaDeviceSynchronize());
+      CHECK_CUDA(cudaDeviceSynchronize());
       row("latency", "pxself", n, t.get()[0] / 1e3 / (2.0 * iters), "us");
     }
     if (size >= 2) {
@@ -253,7 +246,7 @@ int main(int argc, char **argv) {
       if (g_rank < 2) {
         t.reset();
         pp_ipc<<<1, 512>>>(pw, 1 - g_rank, g_rank == 0, a, n, it, 2, t.d);
-        CK(cudaDeviceSynchronize());
+        CHECK_CUDA(cudaDeviceSynchronize());
         if (g_rank == 0) row("latency", "proxy", n, t.get()[0] / 1e3 / (2.0 * it), "us");
       }
     }
@@ -265,7 +258,7 @@ int main(int argc, char **argv) {
     if (g_rank == 0) {
       t.reset();
       rate_self<<<2 * sms, 256>>>(hs, msgs, t.d, t.d + 1, bad);
-      CK(cudaDeviceSynchronize());
+      CHECK_CUDA(cudaDeviceSynchronize());
       auto v = t.get();
       const double n = double(sms) * 256 * msgs;
       row("rate", "self", 8, n / ((v[1] - v[0]) / 1e9) / 1e6, "Mmsg/s");
@@ -275,7 +268,7 @@ int main(int argc, char **argv) {
       if (g_rank < 2) {
         t.reset();
         rate_ipc<<<sms, 256>>>(hw, 1 - g_rank, g_rank == 0, 20, t.d, t.d + 1, bad);
-        CK(cudaDeviceSynchronize());
+        CHECK_CUDA(cudaDeviceSynchronize());
         auto v = t.get();
         unsigned long long w[2] = {v[0], v[1]}, all[2] = {0, 0};
         MPI_Reduce(&w[0], &all[0], 1, MPI_UNSIGNED_LONG_LONG, MPI_MIN, 0, MPI_COMM_WORLD);
@@ -285,7 +278,7 @@ int main(int argc, char **argv) {
       }
     }
     unsigned hbad = 0;
-    CK(cudaMemcpy(&hbad, bad, sizeof hbad, cudaMemcpyDeviceToHost));
+    CHECK_CUDA(cudaMemcpy(&hbad, bad, sizeof hbad, cudaMemcpyDeviceToHost));
     if (hbad) std::fprintf(stderr, "[%d] rate: %u messages corrupted\n", g_rank, hbad);
   }
 
@@ -296,18 +289,18 @@ int main(int argc, char **argv) {
       cudaEvent_t e0, e1;
       cudaEventCreate(&e0);
       cudaEventCreate(&e1);
-      CK(cudaMemcpy(b, a, maxn, cudaMemcpyDeviceToDevice));
+      CHECK_CUDA(cudaMemcpy(b, a, maxn, cudaMemcpyDeviceToDevice));
       cudaEventRecord(e0);
       for (int i = 0; i < iters; ++i) cudaMemcpyAsync(b, a, maxn, cudaMemcpyDeviceToDevice);
       cudaEventRecord(e1);
-      CK(cudaEventSynchronize(e1));
+      CHECK_CUDA(cudaEventSynchronize(e1));
       float ms = 0;
       cudaEventElapsedTime(&ms, e0, e1);
       row("bw", "memcpy", maxn, double(maxn) * iters / (ms / 1e3) / 1e9, "GB/s");
       for (int blocks : {8, 32, sms / 2}) {
         t.reset();
         bw_self<<<2 * blocks, 512>>>(hs, a, b, maxn, iters, t.d, t.d + 1);
-        CK(cudaDeviceSynchronize());
+        CHECK_CUDA(cudaDeviceSynchronize());
         auto v = t.get();
         char name[32];
         std::snprintf(name, sizeof name, "bw/%dblk", blocks);
@@ -320,7 +313,7 @@ int main(int argc, char **argv) {
         t.reset();
         const int blocks = sms / 2;
         bw_ipc<<<blocks, 512>>>(hw, 1 - g_rank, g_rank == 0, a, maxn, iters, t.d, t.d + 1);
-        CK(cudaDeviceSynchronize());
+        CHECK_CUDA(cudaDeviceSynchronize());
         auto v = t.get();
         unsigned long long all[2] = {0, 0};
         MPI_Reduce(&v[0], &all[0], 1, MPI_UNSIGNED_LONG_LONG, MPI_MIN, 0, MPI_COMM_WORLD);

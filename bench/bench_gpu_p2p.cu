@@ -21,20 +21,13 @@
 #include <vector>
 
 #include "mpix.h"
+#include "test/gpu/cuda_check.h"
 
 #include "nccl_loader.h"
 
 namespace {
 
 
-#define CHECK_CUDA(x)                                                                     \
-  do {                                                                                    \
-    cudaError_t e_ = (x);                                                                 \
-    if (e_ != cudaSuccess) {                                                              \
-      std::fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_)); \
-      MPI_Abort(MPI_COMM_WORLD, 1);                                                       \
-    }                                                                                     \
-  } while (0)
 
 int iterations(size_t n) {
   const size_t budget = size_t(1) << 29;  // bytes moved per size and mode, about

@@ -5,31 +5,11 @@
 #include <vector>
 
 #include "copy.h"
+#include "device_scope.h"
 #include "ipc.h"
 
 namespace mpix::device {
 namespace {
-
-// Makes `device` current for the scope, restoring the caller's device: the
-// application's notion of "current GPU" must not change under it.
-class DeviceScope {
- public:
-  explicit DeviceScope(int device) {
-    if (cudaGetDevice(&old_) != cudaSuccess) old_ = -1;
-    if (device >= 0 && device != old_) {
-      switched_ = cudaSetDevice(device) == cudaSuccess;
-    }
-  }
-  ~DeviceScope() {
-    if (switched_ && old_ >= 0) cudaSetDevice(old_);
-  }
-  DeviceScope(const DeviceScope &) = delete;
-  DeviceScope &operator=(const DeviceScope &) = delete;
-
- private:
-  int old_ = -1;
-  bool switched_ = false;
-};
 
 struct Event {
   cudaEvent_t event = nullptr;

@@ -12,6 +12,7 @@
 #include <algorithm>
 
 #include "copy.h"
+#include "device_scope.h"
 #include "match_gpu.h"
 
 namespace mpix::device {
@@ -56,38 +57,6 @@ struct DeviceBuffer {
   }
 };
 
-// Makes the scratch's device current for the call and restores the caller's.
-class DeviceScope {
- public:
-  explicit DeviceScope(int device) {
-    if (cudaGetDevice(&old_) != cudaSuccess) old_ = -1;
-    if (device >= 0 && device != old_) switched_ = cudaSetDevice(device) == cudaSuccess;
-  }
-  ~DeviceScope() {
-    if (switched_ && old_ >= 0) cudaSetDevice(old_);
-  }
-  DeviceScope(const DeviceScope &) = delete;
-  DeviceScope &operator=(const DeviceScope &) = delete;
-
- private:
-  int old_ = -1;
-  bool switched_ = false;
-};
-
-__device__ __forceinline__ std::uint64_t mix64(std::uint64_t x) {
-  x ^= x >> 33;
-  x *= 0xff51afd7ed558ccdULL;
-  x ^= x >> 33;
-  x *= 0xc4ceb9fe1a85ec53ULL;
-  x ^= x >> 33;
-  return x;
-}
-
-__device__ __forceinline__ std::uint64_t hash_key(BatchKey k) {
-  const std::uint64_t st = (std::uint64_t{static_cast<std::uint32_t>(k.source)} << 32) |
-                           static_cast<std::uint32_t>(k.tag);
-  return mix64(st ^ (std::uint64_t{k.context} * 0x9e3779b97f4a7c15ULL));
-}
 
 __device__ __forceinline__ BatchKey key_of(const BatchItem *a, const BatchItem *r, std::uint32_t n_a,
                                            std::uint32_t item) {
@@ -103,7 +72,7 @@ __global__ void k_insert(const BatchItem *a, const BatchItem *r, std::uint32_t n
                          std::uint32_t *table, std::uint32_t mask, std::uint32_t *rep, std::uint32_t *idx) {
   for (std::uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
     const BatchKey k = key_of(a, r, n_a, i);
-    std::uint32_t h = static_cast<std::uint32_t>(hash_key(k)) & mask;
+    std::uint32_t h = static_cast<std::uint32_t>(batch_key_hash(k)) & mask;
     std::uint32_t found = kEmpty;
     for (;;) {
       std::uint32_t owner = table[h];

@@ -17,11 +17,7 @@ struct BatchEngine {
                          const BatchOutput& out, BatchScratch& s);
 
  private:
-  static std::size_t hash(BatchKey k) {
-    const std::uint64_t st = (std::uint64_t{static_cast<std::uint32_t>(k.source)} << 32) |
-                             static_cast<std::uint32_t>(k.tag);
-    return detail::mix64(st ^ (std::uint64_t{k.context} * 0x9e3779b97f4a7c15ULL));
-  }
+  static std::size_t hash(BatchKey k) { return batch_key_hash(k); }
   static std::size_t prepare(BatchScratch& s, std::uint32_t n_hashed);
 };
 

@@ -34,6 +34,13 @@ inline constexpr bool operator==(BatchKey a, BatchKey b) {
   return a.context == b.context && a.source == b.source && a.tag == b.tag;
 }
 
+// The hash of a batch key, shared by the CPU and GPU batch matchers.
+MPIX_HOST_DEVICE inline std::uint64_t batch_key_hash(BatchKey k) {
+  const std::uint64_t st = (std::uint64_t{static_cast<std::uint32_t>(k.source)} << 32) |
+                           static_cast<std::uint32_t>(k.tag);
+  return detail::mix64(st ^ (std::uint64_t{k.context} * 0x9e3779b97f4a7c15ULL));
+}
+
 struct BatchItem {
   BatchKey key;
   Cookie cookie;

@@ -8,6 +8,13 @@
 
 #include <cstdint>
 
+// The hash functions below also run in the GPU batch matcher (device/).
+#if defined(__CUDACC__)
+#define MPIX_HOST_DEVICE __host__ __device__
+#else
+#define MPIX_HOST_DEVICE
+#endif
+
 namespace mpix::match {
 
 // Opaque caller value (usually a pointer to the caller's request or envelope
@@ -71,7 +78,7 @@ inline constexpr Key unpack(PackedKey p) {
 // 64-bit mixer (the finaliser of MurmurHash3). Tags are often small
 // consecutive integers and sources small ranks: the mixing spreads them over
 // the whole word so that the table can use the high bits.
-inline constexpr std::uint64_t mix64(std::uint64_t x) {
+MPIX_HOST_DEVICE inline constexpr std::uint64_t mix64(std::uint64_t x) {
   x ^= x >> 33;
   x *= 0xff51afd7ed558ccdULL;
   x ^= x >> 33;

@@ -18,19 +18,12 @@
 
 #include "mpix.h"
 #include "mpix_device.h"
+#include "test/gpu/cuda_check.h"
 
 namespace {
 
 int g_rank = 0, g_size = 1, g_errors = 0;
 
-#define CHECK_CUDA(x)                                                                                       \
-  do {                                                                                                      \
-    cudaError_t e_ = (x);                                                                                   \
-    if (e_ != cudaSuccess) {                                                                                \
-      std::fprintf(stderr, "[%d] %s:%d %s: %s\n", g_rank, __FILE__, __LINE__, #x, cudaGetErrorString(e_)); \
-      std::exit(1);                                                                                         \
-    }                                                                                                       \
-  } while (0)
 
 void expect(bool ok, const char *what, long a = 0, long b = 0) {
   if (!ok) {

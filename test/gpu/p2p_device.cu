@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "mpix.h"
+#include "test/gpu/cuda_check.h"
 
 namespace {
 
@@ -22,14 +23,6 @@ int g_errors = 0;
 int g_rank = 0;
 cudaStream_t g_stream = nullptr;
 
-#define CHECK_CUDA(x)                                                                              \
-  do {                                                                                             \
-    cudaError_t e_ = (x);                                                                          \
-    if (e_ != cudaSuccess) {                                                                       \
-      std::fprintf(stderr, "[%d] %s:%d %s: %s\n", g_rank, __FILE__, __LINE__, #x, cudaGetErrorString(e_)); \
-      std::exit(1);                                                                                \
-    }                                                                                              \
-  } while (0)
 
 __host__ __device__ inline unsigned char pattern(size_t i, unsigned seed) {
   return static_cast<unsigned char>((i * 2654435761u + seed) >> 7);
