@@ -23,7 +23,7 @@ src_libmpix_la_SOURCES =
 # only from convenience libraries.
 nodist_EXTRA_src_libmpix_la_SOURCES = src/force-cxx-link.cc
 src_libmpix_la_LIBADD = src/libmpixcore.la $(MPI_LIBS) $(CUDA_LIBS)
-src_libmpix_la_LDFLAGS = -version-info 0:0:0 -Wl,--version-script=$(srcdir)/src/libmpix.map -Wl,--no-undefined
+src_libmpix_la_LDFLAGS = -version-info 0:0:0 -Wl,--version-script=$(srcdir)/src/libmpix.map $(MPIX_NO_UNDEFINED)
 EXTRA_DIST += src/libmpix.map
 EXTRA_src_libmpix_la_DEPENDENCIES = $(srcdir)/src/libmpix.map
 
