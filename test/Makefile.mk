@@ -6,7 +6,7 @@ MPIX_TESTLISTS = test/mpi/testlist
 MPIX_TEST_SKIPS =
 MPIX_TEST_ENV = MPIEXEC="$(MPIEXEC)" MPIEXEC_FLAGS="$(MPIEXEC_FLAGS)" \
 	MPIX_LIB="$(abs_top_builddir)/src/.libs/libmpix.so" NM="$(NM)" MAKE="$(MAKE)" \
-	MPIX_BUILDDIR="$(abs_top_builddir)" MPIX_SRCDIR="$(abs_top_srcdir)"
+	MPIX_BUILDDIR="$(abs_top_builddir)" MPIX_SRCDIR="$(abs_top_srcdir)" MPIX_SANITIZED="$(MPIX_SANITIZED)"
 
 check-local: all
 	@$(MPIX_TEST_ENV) $(top_srcdir)/test/runtests \
