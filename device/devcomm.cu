@@ -50,13 +50,26 @@ DevStatus DevComm::connect(const unsigned char *handles) {
   return DevStatus::kOk;
 }
 
+void DevComm::close_peers() {
+  for (void *p : mapped_) ipc_close(p);
+  mapped_.clear();
+}
+
 DevComm::~DevComm() {
+  // The mailbox lives on device_, which need not be current now (another
+  // thread, or the application switched GPUs): synchronise and free there,
+  // then restore the caller's device.
+  int old = -1;
+  if (cudaGetDevice(&old) != cudaSuccess) old = -1;
+  const bool switched = old != device_ && cudaSetDevice(device_) == cudaSuccess;
   // Kernels using the handle must have ended: the communicator is being
   // freed, collectively.
   cudaDeviceSynchronize();
-  for (void *p : mapped_) ipc_close(p);
+  close_peers();
   if (bases_dev_) cudaFree(bases_dev_);
   if (mailbox_) cudaFree(mailbox_);
+  if (switched && old >= 0) cudaSetDevice(old);
+  (void)cudaGetLastError();  // nothing sticky for the application
 }
 
 void *mapped_alloc(std::size_t bytes) {

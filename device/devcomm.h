@@ -32,6 +32,11 @@ class DevComm {
   // Maps every peer's mailbox (handles: size * kIpcHandleBytes, by rank).
   DevStatus connect(const unsigned char *handles);
   const MPIX_Device_comm &handle() const { return h_; }
+  // Unmaps the peers' mailboxes (idempotent; also done by the destructor).
+  // CUDA leaves it undefined when an exporter frees memory a peer still has
+  // mapped, so every rank closes its mappings before any rank frees its
+  // mailbox: mpix/device_handle.cc calls this, then a barrier, then destroys.
+  void close_peers();
 
  private:
   MPIX_Device_comm h_{};

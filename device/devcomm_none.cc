@@ -9,6 +9,7 @@ std::unique_ptr<DevComm> DevComm::create(const MPIX_Device_comm &, DevStatus *st
 }
 DevComm::~DevComm() = default;
 DevStatus DevComm::connect(const unsigned char *) { return DevStatus::kNoCuda; }
+void DevComm::close_peers() {}
 void *mapped_alloc(std::size_t) { return nullptr; }
 void mapped_free(void *) {}
 void *device_alloc_zero(std::size_t) { return nullptr; }

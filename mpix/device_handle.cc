@@ -20,10 +20,28 @@ namespace {
 
 int g_keyval = MPI_KEYVAL_INVALID;
 
+// Destroyed collectively (MPI_Comm_free, or a failed creation that every
+// rank agreed on): CUDA leaves it undefined when a process frees memory
+// that another process still has mapped, and MPI_Comm_free does not
+// synchronise, so every rank unmaps its peers' mailboxes, then a barrier on
+// a private communicator (the one being freed can no longer be used inside
+// its delete callback), then each frees its own. The proxy path does not
+// need the barrier but takes the same path, so that CPU-only tests run it.
 struct DeviceHandle {
   MPIX_Device_comm h{};
+  MPI_Comm sync = MPI_COMM_NULL;
   std::unique_ptr<device::DevComm> ipc;
   std::unique_ptr<devproxy::ProxyQueue> proxy;
+  DeviceHandle() = default;
+  DeviceHandle(const DeviceHandle &) = delete;
+  DeviceHandle &operator=(const DeviceHandle &) = delete;
+  ~DeviceHandle() {
+    if (ipc) ipc->close_peers();
+    if (sync != MPI_COMM_NULL) {
+      PMPI_Barrier(sync);
+      PMPI_Comm_free(&sync);
+    }
+  }
 };
 
 int delete_devcomm(MPI_Comm, int, void *attr, void *) {
@@ -111,10 +129,12 @@ int MPIX_Comm_device_handle(MPI_Comm comm, MPIX_Device_comm *handle) {
   int proxy = node_size != h.size || (path != nullptr && std::strcmp(path, "proxy") == 0);
   PMPI_Allreduce(MPI_IN_PLACE, &proxy, 1, MPI_INT, MPI_MAX, comm);
 
+  if (proxy && runtime().thread_underlying != MPI_THREAD_MULTIPLE)
+    return raise_error(comm, Err::kNoThreadMultiple, __func__);
   auto owner = std::make_unique<DeviceHandle>();
+  // Split, not dup: no attributes or info of comm are carried over.
+  PMPI_Comm_split(comm, 0, h.rank, &owner->sync);
   if (proxy) {
-    if (runtime().thread_underlying != MPI_THREAD_MULTIPLE)
-      return raise_error(comm, Err::kNoThreadMultiple, __func__);
     h.path = MPIXD_PATH_PROXY;
     const char *hostmem = std::getenv("MPIX_DEVICE_PROXY_HOSTMEM");
     owner->proxy = devproxy::ProxyQueue::create(comm, &h, env_pow2("MPIX_DEVICE_PROXY_QUEUE", 4096, 2, 1u << 20),

@@ -94,6 +94,11 @@ __device__ inline int MPIX_Send_block(const void *buf, size_t bytes, int peer, i
   const unsigned lane = threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
   const unsigned lanes = blockDim.x * blockDim.y * blockDim.z;
   if (comm.path == MPIXD_PATH_PROXY) {  // the host moves the data: one thread posts
+    /* The block's writes to buf before the call must be done before lane 0
+     * posts it: the host's copy reads buf, and lane 0's system fence orders
+     * them (through this barrier) before the descriptor. (The IPC path
+     * below has a barrier before any lane reads buf.) */
+    __syncthreads();
     if (lane == 0) s_rc = MPIX_Send(buf, bytes, peer, tag, comm);
     __syncthreads();
     const int rc = s_rc;
@@ -110,7 +115,12 @@ __device__ inline int MPIX_Send_block(const void *buf, size_t bytes, int peer, i
   }
   __syncthreads();
   const int rc = s_rc;
-  if (rc != MPIX_DEVICE_SUCCESS) return rc;
+  if (rc != MPIX_DEVICE_SUCCESS) {
+    /* Every lane must have read s_rc before lane 0 can enter the next
+     * call and overwrite it. */
+    __syncthreads();
+    return rc;
+  }
   for (uint32_t j = 0; j < n; ++j) {
     if (lane == 0) {
       while (!mpixd_room_for(&comm, sc, s_ticket + j)) mpixd_pause();
@@ -127,13 +137,19 @@ __device__ inline int MPIX_Send_block(const void *buf, size_t bytes, int peer, i
 __device__ inline int MPIX_Recv_block(void *buf, size_t bytes, int peer, int tag, MPIX_Device_comm comm,
                                       size_t *received) {
   __shared__ int s_rc;
+  __shared__ size_t s_got;
   __shared__ MPIX_Device_request s_req;
   const unsigned lane = threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
   const unsigned lanes = blockDim.x * blockDim.y * blockDim.z;
+  /* Lanes may still be reading buf (lane 0 writes an inline message into it
+   * alone, under the queue lock). */
+  __syncthreads();
   if (comm.path == MPIXD_PATH_PROXY) {
-    if (lane == 0) s_rc = MPIX_Recv(buf, bytes, peer, tag, comm, received);
+    if (lane == 0) s_rc = MPIX_Recv(buf, bytes, peer, tag, comm, &s_got);
     __syncthreads();
     const int rc = s_rc;
+    /* Every lane's `received`, as on the IPC path (it may be per thread). */
+    if (received && (rc == MPIX_DEVICE_SUCCESS || rc == MPIX_DEVICE_ERR_TRUNCATE)) *received = s_got;
     __syncthreads();
     return rc;
   }
@@ -143,7 +159,11 @@ __device__ inline int MPIX_Recv_block(void *buf, size_t bytes, int peer, int tag
       while (!mpixd_recv_bind(&comm, &s_req)) mpixd_pause();
   }
   __syncthreads();
-  if (s_rc != MPIX_DEVICE_SUCCESS) return s_rc;
+  if (s_rc != MPIX_DEVICE_SUCCESS) {
+    const int rc = s_rc;
+    __syncthreads();  // all lanes read s_rc before a next call rewrites it
+    return rc;
+  }
   if (s_req.state == MPIXD_RECV_BOUND) {
     for (uint32_t j = 0; j < s_req.nslots; ++j) {
       const uint32_t pos = s_req.ticket + j;

@@ -46,13 +46,16 @@
  * through it as credits come back (pipelined: the receiver copies chunk j
  * out while the sender writes chunk j+1).
  *
- * Progress guarantee: a device call only ever waits for the peer's device
- * threads (and never for a host thread). Kernels in different processes (or
+ * Progress guarantee: on the IPC path a device call only ever waits for the
+ * peer's device threads (never for a host thread; on the proxy path also
+ * for mpix's progress thread). Kernels in different processes (or
  * on different GPUs) always progress relative to each other: no
  * co-residency is needed between sender and receiver kernels. Within one
  * process, a thread spinning in MPIX_Send/MPIX_Wait needs the threads that
  * will receive (or send) its message to be resident at the same time, as
- * for any spin wait. A request advances only while its owner tests or
+ * for any spin wait; two launches of one process (even on two streams) are
+ * not guaranteed to overlap, so both sides belong in one grid (launched
+ * cooperatively where co-residency must be certain). A request advances only while its owner tests or
  * waits on it (no background progress on the GPU). A receive holds ring
  * slots until it is completed, so
  * as in MPI a message whose receive is never posted can, once the ring is
@@ -361,7 +364,11 @@ MPIXD_HD void mpixd_copy(void *dst, const void *src, size_t n, unsigned lane, un
   const unsigned char *s = (const unsigned char *)src;
   size_t done = 0;
   if ((((uintptr_t)d | (uintptr_t)s) & 15) == 0) {
-    typedef struct { uint64_t a, b; } w16;
+    /* Aligned to 16 so that nvcc emits one 128-bit access per word (with
+     * the natural 8-byte alignment it splits every word into two 64-bit
+     * accesses, twice the NVLink transactions). Only used on 16-byte
+     * aligned pointers: vector accesses on unaligned user buffers fault. */
+    typedef struct __attribute__((aligned(16))) { uint64_t a, b; } w16;
     const size_t words = n / 16;
     for (size_t i = lane; i < words; i += lanes) ((w16 *)d)[i] = ((const w16 *)s)[i];
     done = words * 16;
@@ -375,8 +382,12 @@ MPIXD_HD void mpixd_copy(void *dst, const void *src, size_t n, unsigned lane, un
  * returns 0 and *ticket, or MPIX_DEVICE_AGAIN having claimed nothing. */
 MPIXD_HD int mpixd_claim_room(const MPIX_Device_comm *h, mpixd_schan *sc, uint32_t n, uint32_t *ticket) {
   for (;;) {
-    const uint32_t tail = mpixd_load_relaxed(&sc->tail);
+    /* Credit first: every credit value was written after the tail passed
+     * it, so a tail read after the acquire is >= credit. Read the other
+     * way round, a stale tail under a fresh credit makes tail - credit wrap
+     * to ~4G and reports a full ring that has room (spurious AGAIN). */
     const uint32_t credit = mpixd_load_acquire(&sc->credit);
+    const uint32_t tail = mpixd_load_relaxed(&sc->tail);
     if ((uint64_t)(uint32_t)(tail - credit) + n > h->slots) return MPIX_DEVICE_AGAIN;
     if (mpixd_cas(&sc->tail, tail, tail + n) == tail) {
       *ticket = tail;
@@ -535,8 +546,10 @@ MPIXD_HD int mpixd_proxy_post(const MPIX_Device_comm *h, uint32_t op, void *buf,
                               MPIX_Device_request *r) {
   uint32_t t;
   for (;;) {
+    /* Credit before tail, as in mpixd_claim_room (no spurious AGAIN). */
+    const uint32_t credit = mpixd_load_acquire(h->pq_credit);
     t = mpixd_load_relaxed(h->pq_tail);
-    if ((uint32_t)(t - mpixd_load_acquire(h->pq_credit)) >= h->pq_slots) return MPIX_DEVICE_AGAIN;
+    if ((uint32_t)(t - credit) >= h->pq_slots) return MPIX_DEVICE_AGAIN;
     if (mpixd_cas(h->pq_tail, t, t + 1) == t) break;
   }
   mpixd_pdesc *d = h->pq + (t & (h->pq_slots - 1));

@@ -8,12 +8,19 @@
 // full ring before the receiver kernel exists). MPIX_DEVICE_RING etc. in
 // the testlist shrink the queues; MPIX_DEVICE_PATH=proxy runs everything
 // through the proxy path (host MPI on the progress thread). Skips without a
-// GPU.
+// GPU. A protocol bug shows as a device call spinning forever: a watchdog
+// ends the process with the name of the phase that hung instead.
 #include <cuda_runtime.h>
 #include <mpi.h>
 
+#include <chrono>
+#include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
+#include <mutex>
+#include <thread>
+#include <tuple>
+#include <utility>
 #include <vector>
 
 #include "mpix.h"
@@ -24,6 +31,85 @@ namespace {
 
 int g_rank = 0, g_size = 1, g_errors = 0;
 
+
+// Each phase arms a deadline (DEV_P2P_TIMEOUT seconds, default 150: below
+// the test runner's limit, so the message names the phase; far above what a
+// working run takes, so this is no timing assertion). On expiry the process
+// exits and mpiexec takes the other ranks down; a kernel spinning on the
+// GPU dies with its process.
+class Watchdog {
+ public:
+  Watchdog() : thread_([this] { run(); }) {}
+  ~Watchdog() {
+    {
+      std::lock_guard<std::mutex> g(m_);
+      stop_ = true;
+    }
+    cv_.notify_all();
+    thread_.join();
+  }
+  void arm(const char *phase) {
+    const char *v = std::getenv("DEV_P2P_TIMEOUT");
+    const int secs = v && std::atoi(v) > 0 ? std::atoi(v) : 150;
+    std::lock_guard<std::mutex> g(m_);
+    phase_ = phase;
+    secs_ = secs;
+    deadline_ = std::chrono::steady_clock::now() + std::chrono::seconds(secs);
+    cv_.notify_all();
+  }
+
+ private:
+  void run() {
+    std::unique_lock<std::mutex> g(m_);
+    while (!stop_) {
+      if (phase_ == nullptr) {
+        cv_.wait(g);
+      } else if (cv_.wait_until(g, deadline_) == std::cv_status::timeout && !stop_ &&
+                 std::chrono::steady_clock::now() >= deadline_) {
+        std::fprintf(stderr, "[%d] FAILED: hang: phase '%s' still running after %d s\n", g_rank, phase_, secs_);
+        std::fflush(stderr);
+        std::_Exit(3);
+      }
+    }
+  }
+  std::mutex m_;
+  std::condition_variable cv_;
+  const char *phase_ = nullptr;
+  int secs_ = 0;
+  std::chrono::steady_clock::time_point deadline_{};
+  bool stop_ = false;
+  std::thread thread_;
+};
+Watchdog *g_watchdog = nullptr;
+void phase(const char *name) {
+  if (g_watchdog) g_watchdog->arm(name);
+}
+
+// Senders and receivers of one process in one grid must all be resident at
+// once (a receiver block waiting for a slot that only an unscheduled sender
+// block frees never finishes). A cooperative launch guarantees that; where
+// it is refused (e.g. not supported under MPS), a plain launch of the same
+// small grid, which fits the GPU many times over.
+template <class... KArgs, class... Args>
+void launch_coresident(void (*k)(KArgs...), unsigned blocks, unsigned threads, Args &&...args) {
+  std::tuple<KArgs...> a(std::forward<Args>(args)...);
+  cudaError_t e = std::apply(
+      [&](auto &...x) {
+        void *argv[] = {static_cast<void *>(&x)...};
+        return cudaLaunchCooperativeKernel(reinterpret_cast<const void *>(k), dim3(blocks), dim3(threads), argv, 0,
+                                           cudaStream_t(0));
+      },
+      a);
+  if (e != cudaSuccess) {
+    (void)cudaGetLastError();
+    std::apply([&](auto &...x) { k<<<blocks, threads>>>(x...); }, a);
+    e = cudaGetLastError();
+  }
+  if (e != cudaSuccess) {
+    std::fprintf(stderr, "[%d] launch: %s\n", g_rank, cudaGetErrorString(e));
+    std::exit(1);
+  }
+}
 
 void expect(bool ok, const char *what, long a = 0, long b = 0) {
   if (!ok) {
@@ -175,6 +261,7 @@ void test_calls(const MPIX_Device_comm &h) {
   int tag = 100;
   for (size_t n : sizes) {
     if (too_big(n)) continue;
+    phase("every call (test_calls)");
     tag += 3;
     if (g_rank == 0) {
       DevBuf src(n);
@@ -221,6 +308,7 @@ void test_sizes(const MPIX_Device_comm &h) {
   for (size_t n : sizes) {
     ++tag;
     if (too_big(n)) continue;
+    phase("block variants, sizes (test_sizes)");
     DevArr<int> code(1);
     if (g_rank == 0) {
       DevBuf src(n);
@@ -244,6 +332,7 @@ void test_sizes(const MPIX_Device_comm &h) {
   for (auto &t : tr) {
     ++tag;
     if (too_big(t[0])) continue;
+    phase("truncation (test_sizes)");
     DevArr<int> code(1);
     if (g_rank == 0) {
       DevBuf src(t[0]);
@@ -263,6 +352,30 @@ void test_sizes(const MPIX_Device_comm &h) {
       expect(dst.bad(t[1], unsigned(tag)) == 0 && dst.guard_ok(t[1]), "truncated: buffer filled, not overrun");
     }
   }
+  // Buffers off 16-byte alignment (send from +1, receive at +3): the copies
+  // must fall back to narrower accesses (a 16-byte access there faults).
+  for (size_t n : {size_t(31), size_t(5000), size_t(70001)}) {
+    ++tag;
+    phase("unaligned buffers (test_sizes)");
+    DevArr<int> code(1);
+    if (g_rank == 0) {
+      DevBuf src(n + 1);
+      fill<<<264, 256>>>(src.p + 1, n, unsigned(tag));
+      block_send<<<1, 128>>>(h, 1, src.p + 1, n, tag, code.p);
+      CHECK_CUDA(cudaDeviceSynchronize());
+      expect(code.get()[0] == MPIX_DEVICE_SUCCESS, "unaligned send", long(n));
+    } else if (g_rank == 1) {
+      DevBuf dst(n + 3);
+      DevArr<size_t> got(1);
+      DevArr<unsigned long long> bad(1);
+      CHECK_CUDA(cudaMemset(bad.p, 0, sizeof(unsigned long long)));
+      block_recv<<<1, 128>>>(h, 0, dst.p + 3, n, tag, code.p, got.p);
+      verify<<<264, 256>>>(dst.p + 3, n, unsigned(tag), bad.p);
+      CHECK_CUDA(cudaDeviceSynchronize());
+      expect(code.get()[0] == MPIX_DEVICE_SUCCESS && got.get()[0] == n, "unaligned recv", long(n));
+      expect(bad.get()[0] == 0 && dst.guard_ok(n + 3), "unaligned payload", long(n));
+    }
+  }
   MPI_Barrier(MPI_COMM_WORLD);
 }
 
@@ -280,9 +393,8 @@ constexpr int kMaxMsg = 200;
 
 // Buffers in global memory: the proxy path hands messages above 32 bytes
 // to the host by address.
-__global__ void __launch_bounds__(128) many(MPIX_Device_comm c, int peer, bool sending, int msgs, unsigned seed,
-                                            unsigned *errors, unsigned char *scratch) {
-  const unsigned g = blockIdx.x * blockDim.x + threadIdx.x;
+__device__ void many_body(MPIX_Device_comm c, int peer, bool sending, unsigned g, int msgs, unsigned seed,
+                          unsigned *errors, unsigned char *scratch) {
   unsigned s = seed ^ (g * 7919u);
   unsigned count[4] = {0, 0, 0, 0};
   unsigned char *buf = scratch + size_t(g) * kMaxMsg;
@@ -312,9 +424,27 @@ __global__ void __launch_bounds__(128) many(MPIX_Device_comm c, int peer, bool s
   }
 }
 
+__global__ void __launch_bounds__(128) many(MPIX_Device_comm c, int peer, bool sending, int msgs, unsigned seed,
+                                            unsigned *errors, unsigned char *scratch) {
+  many_body(c, peer, sending, blockIdx.x * blockDim.x + threadIdx.x, msgs, seed, errors, scratch);
+}
+
+// Both directions in one grid: the first half of the blocks sends (seed
+// send_seed), the second half receives what the peer's first half sends
+// (seed recv_seed), each half with its own scratch.
+__global__ void __launch_bounds__(128) many_both(MPIX_Device_comm c, int peer, int msgs, unsigned send_seed,
+                                                 unsigned recv_seed, unsigned *errors, unsigned char *send_scratch,
+                                                 unsigned char *recv_scratch) {
+  const unsigned half = gridDim.x / 2;
+  const bool sending = blockIdx.x < half;
+  many_body(c, peer, sending, (blockIdx.x % half) * blockDim.x + threadIdx.x, msgs, sending ? send_seed : recv_seed,
+            errors, sending ? send_scratch : recv_scratch);
+}
+
 void test_many(const MPIX_Device_comm &h) {
   const bool small = std::getenv("DEV_P2P_SMALL") != nullptr;
   const int blocks = small ? 8 : 66, threads = 128, msgs = small ? 10 : 60;
+  phase("many threads, one direction (test_many)");
   DevArr<unsigned> errors(1);
   DevBuf scratch(size_t(2) * blocks * threads * kMaxMsg);
   unsigned char *other = scratch.p + size_t(blocks) * threads * kMaxMsg;
@@ -326,22 +456,21 @@ void test_many(const MPIX_Device_comm &h) {
   }
   MPI_Barrier(MPI_COMM_WORLD);
   // And both directions at once: each rank's blocks split into senders and
-  // receivers in one kernel. On the proxy path a posted receive holds a
+  // receivers in one grid. (Not two kernels on two streams: nothing makes
+  // them run at once, and compute-sanitizer, CUDA_LAUNCH_BLOCKING or a busy
+  // GPU serialise them: each rank's senders then wait for receivers that
+  // never start.) On the proxy path a posted receive holds a
   // queue slot until it completes, so a queue smaller than the receives
   // outstanding on both sides could deadlock (documented): skipped then.
   CHECK_CUDA(cudaMemset(errors.p, 0, sizeof(unsigned)));
+  phase("many threads, both directions (test_many)");
   if (h.path == MPIXD_PATH_PROXY && h.pq_slots < unsigned(blocks * threads)) {
     if (g_rank == 0) std::printf("both directions at once: not run (proxy queue %u < %d threads)\n", h.pq_slots,
                                  blocks * threads);
   } else if (g_rank < 2) {
-    cudaStream_t a, b;
-    CHECK_CUDA(cudaStreamCreateWithFlags(&a, cudaStreamNonBlocking));
-    CHECK_CUDA(cudaStreamCreateWithFlags(&b, cudaStreamNonBlocking));
-    many<<<blocks / 2, threads, 0, a>>>(h, 1 - g_rank, true, msgs, 777u + g_rank, errors.p, scratch.p);
-    many<<<blocks / 2, threads, 0, b>>>(h, 1 - g_rank, false, msgs, 777u + (1 - g_rank), errors.p, other);
+    launch_coresident(many_both, unsigned(blocks / 2) * 2, unsigned(threads), h, 1 - g_rank, msgs, 777u + g_rank,
+                      777u + (1 - g_rank), errors.p, scratch.p, other);
     CHECK_CUDA(cudaDeviceSynchronize());
-    cudaStreamDestroy(a);
-    cudaStreamDestroy(b);
     expect(errors.get()[0] == 0, "both directions at once", errors.get()[0]);
   }
   MPI_Barrier(MPI_COMM_WORLD);
@@ -383,6 +512,7 @@ __global__ void recv_seq(MPIX_Device_comm c, int peer, int tag, int count, int *
 
 void test_backpressure(const MPIX_Device_comm &h) {
   const int tag = 30000, total = int(h.slots) * 3 + 17;
+  phase("back-pressure, separate launches (test_backpressure)");
   DevArr<int> out(1);
   if (g_rank == 0) {
     fill_ring<<<1, 1>>>(h, 1, tag, out.p);
@@ -419,6 +549,7 @@ __global__ void interop_kernel(MPIX_Device_comm c, int peer, bool sending, unsig
 
 void test_interop(const MPIX_Device_comm &h, MPI_Comm comm) {
   for (size_t n : {size_t(0), size_t(8), size_t(32), size_t(4000), size_t(3u << 20)}) {
+    phase("host/device interoperation (test_interop)");
     DevBuf buf(n);
     DevArr<int> code(1);
     DevArr<size_t> got(1);
@@ -451,10 +582,11 @@ void test_interop(const MPIX_Device_comm &h, MPI_Comm comm) {
 
 void test_self(const MPIX_Device_comm &h) {
   for (size_t n : {size_t(0), size_t(20), size_t(5000), size_t(9u << 20)}) {
+    phase("send to self (test_self)");
     DevBuf src(n), dst(n);
     if (n) fill<<<264, 256>>>(src.p, n, 99u);
     DevArr<int> codes(2);
-    self_pair<<<2, 256>>>(h, src.p, dst.p, n, 5, codes.p);
+    launch_coresident(self_pair, 2, 256, h, src.p, dst.p, n, 5, codes.p);
     CHECK_CUDA(cudaDeviceSynchronize());
     auto c = codes.get();
     expect(c[0] == 0 && c[1] == 0, "send to self", c[0], c[1]);
@@ -476,6 +608,9 @@ int main(int argc, char **argv) {
     return 77;
   }
   CHECK_CUDA(cudaSetDevice(g_rank % ngpu));
+  Watchdog watchdog;
+  g_watchdog = &watchdog;
+  phase("handle creation");
 
   // A communicator with wildcards allowed is refused with MPIX_ERR_WILDCARD.
   MPI_Comm plain;
@@ -517,16 +652,19 @@ int main(int argc, char **argv) {
   // Freeing the communicator releases the mailboxes (attribute callback);
   // a second communicator gets fresh ones that work.
   MPI_Comm_free(&comm);
+  phase("free and re-create the handle");
   MPIX_Comm_dup_nowildcard(MPI_COMM_WORLD, &comm);
   rc = MPIX_Comm_device_handle(comm, &h);
   expect(rc == MPI_SUCCESS, "handle on a second communicator", rc);
   if (rc == MPI_SUCCESS && g_size == 1) test_self(h);
   if (rc == MPI_SUCCESS && g_size > 1) test_backpressure(h);
+  phase("final free");
   MPI_Comm_free(&comm);
 
   int total = 0;
   MPI_Allreduce(&g_errors, &total, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
   if (g_rank == 0 && total == 0) std::printf(" No Errors\n");
+  g_watchdog = nullptr;
   MPI_Finalize();
   return total == 0 ? 0 : 1;
 }

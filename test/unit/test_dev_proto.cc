@@ -337,6 +337,68 @@ TEST(DevProto, ProxyDescriptors) {
   EXPECT_EQ(pq[0].seq, 5u);  // slot 0 reused by ticket 4
 }
 
+// A long run's 32-bit counters wrap: start every ticket, credit, arrival,
+// release and posted-receive age just below 2^32 (ring entries hold the
+// sequence numbers the previous round left) and stream messages, inline,
+// staged and longer than the ring, across the wrap. Order and contents must
+// survive, the oldest posted receive must still win across the age wrap,
+// and every credit must come back.
+void preset_counters(World &w, uint32_t t0) {
+  for (int dst = 0; dst < int(w.h.size()); ++dst) {
+    const MPIX_Device_comm &rh = w.h[dst];
+    for (int src = 0; src < int(w.h.size()); ++src)
+      for (uint32_t c = 0; c < rh.channels; ++c) {
+        mpixd_rchan *rc = mpixd_rchan_of(&rh, src, c);
+        rc->arr = rc->lo = t0;
+        rc->post_order = t0;
+        mpixd_entry *ring = mpixd_entries(&rh, rh.local, src, c);
+        // Slot s last held the ticket p < t0 with p = s (mod slots).
+        for (uint32_t k = 1; k <= rh.slots; ++k) ring[(t0 - k) & (rh.slots - 1)].seq = t0 - k + 1;
+        mpixd_schan *sc = mpixd_schan_of(&w.h[src], w.h[src].local, dst, c);
+        sc->tail = sc->credit = t0;
+      }
+  }
+}
+
+TEST(DevProto, CountersWrap) {
+  World w(2, 2, 4, 256, 4);
+  preset_counters(w, 0xfffffffeu);  // ages 0xfffffffe, 0xffffffff, 0, 1
+  const MPIX_Device_comm &s = w.h[0], &r = w.h[1];
+  // Posted receives whose ages straddle the wrap: FIFO must still hold.
+  int a[4] = {-1, -1, -1, -1};
+  MPIX_Device_request q[4] = {};
+  for (int i = 0; i < 4; ++i) ASSERT_EQ(mpixd_irecv(&r, &a[i], 4, 0, 3, &q[i]), MPIX_DEVICE_SUCCESS);
+  EXPECT_EQ(mpixd_rchan_of(&r, 0, mpixd_channel(&r, 3))->post_order, 2u);
+  for (int i = 0; i < 4; ++i) ASSERT_EQ(send_blocking(s, &i, 4, 1, 3), MPIX_DEVICE_SUCCESS);
+  for (int i = 0; i < 4; ++i) {
+    EXPECT_EQ(mpixd_test(&r, &q[i]), MPIX_DEVICE_SUCCESS);
+    EXPECT_EQ(a[i], i) << "posted receive " << i;
+  }
+  // Then a mixed stream through both channels, one thread per side, so the
+  // tickets of every ring run well past the wrap.
+  std::thread rx([&] {
+    for (int m = 0; m < 60; ++m) {
+      const size_t n = m % 3 == 0 ? 1000 : (m % 3 == 1 ? 20 : 300);
+      std::vector<unsigned char> in(n, 0);
+      size_t got = 0;
+      EXPECT_EQ(recv_blocking(r, in.data(), n, 0, 10 + m % 2, &got), MPIX_DEVICE_SUCCESS) << m;
+      EXPECT_EQ(got, n) << m;
+      EXPECT_EQ(in, payload(n, unsigned(m))) << m;
+    }
+  });
+  for (int m = 0; m < 60; ++m) {
+    const size_t n = m % 3 == 0 ? 1000 : (m % 3 == 1 ? 20 : 300);
+    const auto out = payload(n, unsigned(m));
+    ASSERT_EQ(send_blocking(s, out.data(), n, 1, 10 + m % 2), MPIX_DEVICE_SUCCESS);
+  }
+  rx.join();
+  for (int tag : {3, 10, 11}) {
+    const mpixd_schan *sc = mpixd_schan_of(&s, s.local, 1, mpixd_channel(&s, tag));
+    EXPECT_LT(sc->tail, 1000u) << "tag " << tag << ": its tickets wrapped";
+    EXPECT_EQ(sc->credit, sc->tail) << "tag " << tag;
+  }
+}
+
 TEST(DevProto, StressTinyRings) { stress(4, 2, 2); }
 TEST(DevProto, StressOneChannel) { stress(1, 8, 4); }
 TEST(DevProto, StressWide) { stress(32, 16, 8); }
