@@ -12,8 +12,14 @@ MPIX_MATCH_TEST_SOURCES = \
 MPIX_MATCH_SANITIZE = -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
 
 if HAVE_GTEST
-check_PROGRAMS += test/unit/test_match test/unit/test_match_asan
-MPIX_UNIT_TESTS += test/unit/test_match test/unit/test_match_asan
+check_PROGRAMS += test/unit/test_match
+MPIX_UNIT_TESTS += test/unit/test_match
+# A sanitizer build instruments test_match already (and TSan cannot be
+# combined with ASan).
+if !SANITIZED_BUILD
+check_PROGRAMS += test/unit/test_match_asan
+MPIX_UNIT_TESTS += test/unit/test_match_asan
+endif
 endif
 
 test_unit_test_match_SOURCES = $(MPIX_MATCH_TEST_SOURCES)
