@@ -9,7 +9,12 @@ MPIX_MATCH_TEST_SOURCES = \
 	test/unit/test_match_internals.cc \
 	test/unit/test_match_memory.cc \
 	test/unit/test_match_rules.cc
+# (In a sanitizer build the configured -fsanitize flags instrument them instead.)
+if SANITIZED_BUILD
+MPIX_MATCH_SANITIZE =
+else
 MPIX_MATCH_SANITIZE = -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
+endif
 
 if HAVE_GTEST
 check_PROGRAMS += test/unit/test_match
