@@ -23,7 +23,7 @@
 
 #include "mpix.h"
 #include "mpix_device.h"
-#include "test/gpu/cuda_check.h"
+#include "test/gpu/gpu_common.h"
 
 namespace {
 
@@ -165,19 +165,18 @@ int main(int argc, char **argv) {
   MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
   MPI_Comm_rank(MPI_COMM_WORLD, &g_rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
-  int ngpu = 0;
-  if (cudaGetDeviceCount(&ngpu) != cudaSuccess || ngpu == 0) {
+  const int gpu = mpix_test::use_gpu_of_rank(g_rank);
+  if (gpu < 0) {
     if (g_rank == 0) std::printf("skipped: no GPU\n");
     MPI_Finalize();
     return 77;
   }
-  CHECK_CUDA(cudaSetDevice(g_rank % ngpu));
   if (g_rank == 0 && argc > 1) {
     g_csv = std::fopen(argv[1], "w");
     if (g_csv) std::fprintf(g_csv, "test,path,bytes,value,unit\n");
   }
   int sms = 0;
-  CHECK_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, g_rank % ngpu));
+  CHECK_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, gpu));
   MPI_Comm world, self;
   MPIX_Comm_dup_nowildcard(MPI_COMM_WORLD, &world);
   MPIX_Comm_dup_nowildcard(MPI_COMM_SELF, &self);

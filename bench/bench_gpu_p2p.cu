@@ -21,7 +21,7 @@
 #include <vector>
 
 #include "mpix.h"
-#include "test/gpu/cuda_check.h"
+#include "test/gpu/gpu_common.h"
 
 #include "nccl_loader.h"
 

@@ -32,6 +32,7 @@
 #include <vector>
 
 #include "mpix.h"
+#include "test/gpu/gpu_common.h"
 
 #include "nccl_loader.h"
 
@@ -248,13 +249,8 @@ int main(int argc, char **argv) {
   c.down = c.rank + 1 < c.nranks ? c.rank + 1 : -1;
 
   MPIX_Comm_dup_nowildcard(MPI_COMM_WORLD, &c.host_comm);
-  MPI_Info info;
-  MPI_Info_create(&info);
-  MPI_Info_set(info, "type", "cudaStream_t");
-  MPIX_Info_set_hex(info, "value", &c.s, sizeof c.s);
   MPIX_Stream stream = MPIX_STREAM_NULL;
-  if (MPIX_Stream_create(info, &stream) != MPI_SUCCESS) MPI_Abort(MPI_COMM_WORLD, 1);
-  MPI_Info_free(&info);
+  if (mpix_test::cuda_stream_create(c.s, &stream) != MPI_SUCCESS) MPI_Abort(MPI_COMM_WORLD, 1);
   MPIX_Stream_comm_create(MPI_COMM_WORLD, stream, &c.stream_comm);
 
   bool have_nccl = c.nccl.load();

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "mpix.h"
+#include "test/gpu/gpu_common.h"
 
 #include "nccl_loader.h"
 
@@ -72,13 +73,8 @@ int main(int argc, char **argv) {
   cudaStreamCreateWithFlags(&cs, cudaStreamNonBlocking);
   const int peer = 1 - g_rank;
 
-  MPI_Info info;
-  MPI_Info_create(&info);
-  MPI_Info_set(info, "type", "cudaStream_t");
-  MPIX_Info_set_hex(info, "value", &cs, sizeof cs);
   MPIX_Stream stream = MPIX_STREAM_NULL;
-  if (MPIX_Stream_create(info, &stream) != MPI_SUCCESS) MPI_Abort(MPI_COMM_WORLD, 1);
-  MPI_Info_free(&info);
+  if (mpix_test::cuda_stream_create(cs, &stream) != MPI_SUCCESS) MPI_Abort(MPI_COMM_WORLD, 1);
   MPI_Comm comm;
   MPIX_Stream_comm_create(MPI_COMM_WORLD, stream, &comm);
 

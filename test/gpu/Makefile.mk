@@ -20,7 +20,7 @@ MPIX_TESTLISTS += test/gpu/testlist
 else
 MPIX_TEST_SKIPS += --skip test/gpu "built without CUDA"
 endif
-EXTRA_DIST += test/gpu/testlist test/gpu/run.sh test/gpu/cuda_check.h
+EXTRA_DIST += test/gpu/testlist test/gpu/run.sh test/gpu/gpu_common.h
 # Stream-triggered operations on a CUDA stream (MPIX_*_enqueue).
 if HAVE_CUDA
 MPIX_GPU_TESTS += test/gpu/stream_enqueue

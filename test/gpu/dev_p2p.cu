@@ -25,7 +25,7 @@
 
 #include "mpix.h"
 #include "mpix_device.h"
-#include "test/gpu/cuda_check.h"
+#include "test/gpu/gpu_common.h"
 
 namespace {
 
@@ -601,13 +601,12 @@ int main(int argc, char **argv) {
   MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
   MPI_Comm_rank(MPI_COMM_WORLD, &g_rank);
   MPI_Comm_size(MPI_COMM_WORLD, &g_size);
-  int ngpu = 0;
-  if (cudaGetDeviceCount(&ngpu) != cudaSuccess || ngpu == 0) {
+  const int gpu = mpix_test::use_gpu_of_rank(g_rank);
+  if (gpu < 0) {
     if (g_rank == 0) std::printf("skipped: no GPU\n");
     MPI_Finalize();
     return 77;
   }
-  CHECK_CUDA(cudaSetDevice(g_rank % ngpu));
   Watchdog watchdog;
   g_watchdog = &watchdog;
   phase("handle creation");

@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "mpix.h"
-#include "test/gpu/cuda_check.h"
+#include "test/gpu/gpu_common.h"
 
 namespace {
 

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "mpix.h"
+#include "test/gpu/gpu_common.h"
 
 namespace {
 
@@ -158,14 +159,9 @@ int main(int argc, char **argv) {
   cudaSetDevice(g_rank % ngpu);
   cudaStream_t cs;
   cudaStreamCreateWithFlags(&cs, cudaStreamNonBlocking);
-  MPI_Info info;
-  MPI_Info_create(&info);
-  MPI_Info_set(info, "type", "cudaStream_t");
-  MPIX_Info_set_hex(info, "value", &cs, sizeof cs);
   MPIX_Stream stream = MPIX_STREAM_NULL;
   MPI_Comm_set_errhandler(MPI_COMM_SELF, MPI_ERRORS_RETURN);
-  int rc = MPIX_Stream_create(info, &stream);
-  MPI_Info_free(&info);
+  int rc = mpix_test::cuda_stream_create(cs, &stream);
   CHECK(rc == MPI_SUCCESS, "MPIX_Stream_create of a cudaStream_t: error %d", rc);
   if (rc != MPI_SUCCESS) MPI_Abort(MPI_COMM_WORLD, 1);
   MPI_Comm comm;
