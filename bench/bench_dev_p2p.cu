@@ -5,7 +5,10 @@
 //   rate     every SM sending 8 B messages (tag per thread: different tags
 //            spread over the channels), each matched by a receiving thread;
 //   bw16     16 MiB split over block pairs (one tag each), block variants,
-//            against cudaMemcpy device-to-device (the copy ceiling here).
+//            against cudaMemcpy device-to-device (the copy ceiling here);
+//   putsig   the floor: a one-sided put+signal ping-pong by hand (NVSHMEM's
+//            put_signal + wait_until between GPUs of one node), with and
+//            without a system fence before the flag.
 // Two placements in one run: "ipc" = rank 0 <-> rank 1 through CUDA IPC
 // (two processes; when both sit on one GPU without MPS their kernels are
 // time-sliced, which this number then measures), and "self" = two groups of
@@ -35,6 +38,47 @@ __device__ unsigned long long now_ns() {
 }
 
 constexpr size_t kBlockAbove = 1024;
+
+// The floor under any two-sided protocol here: a one-sided put+signal
+// ping-pong by hand (what NVSHMEM's put_signal + wait_until does between
+// GPUs of one node): 8 bytes and a flag written into the peer's word with a
+// release store, the peer spinning on its own word with acquire loads.
+// `fence` adds a __threadfence_system() before each flag (its cost).
+struct PutSig {
+  unsigned long long payload;
+  unsigned flag;
+};
+
+__device__ void putsig_pingpong(PutSig *mine, PutSig *theirs, bool initiator, int iters, int warm, bool fence,
+                                unsigned long long *ns) {
+  unsigned long long t0 = 0;
+  for (int i = 0; i < iters + warm; ++i) {
+    if (i == warm) t0 = now_ns();
+    const unsigned want = unsigned(i) + 1;
+    if (!initiator) {
+      while (mpixd_load_acquire(&mine->flag) != want) {
+      }
+    }
+    theirs->payload = mine->payload + 1;
+    if (fence) __threadfence_system();
+    mpixd_store_release(&theirs->flag, want);
+    if (initiator) {
+      while (mpixd_load_acquire(&mine->flag) != want) {
+      }
+    }
+  }
+  if (initiator) *ns = now_ns() - t0;
+}
+
+__global__ void putsig_self(PutSig *a, PutSig *b, int iters, int warm, bool fence, unsigned long long *ns) {
+  if (threadIdx.x == 0) putsig_pingpong(blockIdx.x == 0 ? a : b, blockIdx.x == 0 ? b : a, blockIdx.x == 0, iters,
+                                        warm, fence, ns);
+}
+
+__global__ void putsig_ipc(PutSig *mine, PutSig *theirs, bool initiator, int iters, int warm, bool fence,
+                           unsigned long long *ns) {
+  putsig_pingpong(mine, theirs, initiator, iters, warm, fence, ns);
+}
 
 // Ping-pong: `initiator` sends first. With one kernel per side (ipc) every
 // thread of block 0 takes part; in self mode block 0 pings, block 1 pongs.
@@ -208,6 +252,53 @@ int main(int argc, char **argv) {
     std::printf("# %d SMs; ring %u x %u B, %u channels\n%-10s %-5s %10s %12s unit\n", sms, hw.slots, hw.slot_bytes,
                 hw.channels, "test", "path", "bytes", "value");
   const int ipc_iters = std::getenv("BENCH_DEV_IPC_ITERS") ? std::atoi(std::getenv("BENCH_DEV_IPC_ITERS")) : 50;
+
+  // ---- floor: one-sided put+signal by hand ----
+  {
+    PutSig *ps_mem = nullptr;  // [0], [1]: self; [2]: this rank's word for the ipc pair
+    CHECK_CUDA(cudaMalloc(&ps_mem, 3 * sizeof(PutSig)));
+    PutSig *peer_word = nullptr;
+    if (size >= 2) {
+      cudaIpcMemHandle_t mine{}, all[2]{};
+      CHECK_CUDA(cudaIpcGetMemHandle(&mine, ps_mem));
+      if (g_rank < 2) {
+        MPI_Comm pair;
+        MPI_Comm_split(MPI_COMM_WORLD, 0, g_rank, &pair);
+        MPI_Allgather(&mine, sizeof mine, MPI_BYTE, all, sizeof mine, MPI_BYTE, pair);
+        MPI_Comm_free(&pair);
+        void *p = nullptr;
+        CHECK_CUDA(cudaIpcOpenMemHandle(&p, all[1 - g_rank], cudaIpcMemLazyEnablePeerAccess));
+        peer_word = static_cast<PutSig *>(p) + 2;
+      } else {
+        MPI_Comm pair;
+        MPI_Comm_split(MPI_COMM_WORLD, MPI_UNDEFINED, g_rank, &pair);
+      }
+    }
+    for (bool fence : {false, true}) {
+      const char *name = fence ? "putsig+f" : "putsig";
+      if (g_rank == 0) {
+        CHECK_CUDA(cudaMemset(ps_mem, 0, 3 * sizeof(PutSig)));
+        t.reset();
+        putsig_self<<<2, 32>>>(ps_mem, ps_mem + 1, 1000, 10, fence, t.d);
+        CHECK_CUDA(cudaDeviceSynchronize());
+        row(name, "self", 8, t.get()[0] / 1e3 / (2.0 * 1000), "us");
+      }
+      if (peer_word != nullptr) {
+        CHECK_CUDA(cudaMemset(ps_mem, 0, 3 * sizeof(PutSig)));
+        CHECK_CUDA(cudaDeviceSynchronize());
+        MPI_Barrier(MPI_COMM_WORLD);
+        t.reset();
+        putsig_ipc<<<1, 1>>>(ps_mem + 2, peer_word, g_rank == 0, ipc_iters * 4, 10, fence, t.d);
+        CHECK_CUDA(cudaDeviceSynchronize());
+        if (g_rank == 0) row(name, "ipc", 8, t.get()[0] / 1e3 / (2.0 * ipc_iters * 4), "us");
+      } else if (size >= 2) {
+        MPI_Barrier(MPI_COMM_WORLD);
+      }
+      MPI_Barrier(MPI_COMM_WORLD);
+    }
+    if (peer_word != nullptr) CHECK_CUDA(cudaIpcCloseMemHandle(peer_word - 2));
+    cudaFree(ps_mem);
+  }
 
   // ---- latency ----
   for (size_t n = 8; n <= maxn; n *= 4) {

@@ -49,6 +49,7 @@ class ProxyQueue final : public progress::Poller {
   std::uint32_t head_ = 0;                  // next ticket to start
   std::uint32_t lo_ = 0;                    // tickets below are released
   std::vector<MPI_Request> reqs_;           // per slot, MPI_REQUEST_NULL once complete
+  std::vector<std::uint32_t> finished_;     // tickets whose operation is done (poll's scratch)
   bool attached_ = false;
 };
 

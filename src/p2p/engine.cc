@@ -35,9 +35,22 @@ match::Key pattern_key(int source, int tag) {
                     tag == MPI_ANY_TAG ? match::kAnyTag : tag};
 }
 
+// Eager sends whose user request completed when the copy was made but whose
+// transfer is still running. Bounded: a sender that outruns its receiver
+// would otherwise turn every send into a pending underlying request until
+// MPI's request pool runs out (native MPI throttles it through the user's
+// own request instead). Past the bound, a send's request waits for its
+// transfer, as natively.
+constexpr long kEagerDetachedMax = 4096;
+long g_eager_detached = 0;  // under the engine lock
+
 // An eager send in flight: owns its copy of header and payload, so the
 // user's request completed when the copy was made.
 struct EagerSend final : progress::Pending {
+  EagerSend() { ++g_eager_detached; }
+  ~EagerSend() override { --g_eager_detached; }
+  EagerSend(const EagerSend &) = delete;
+  EagerSend &operator=(const EagerSend &) = delete;
   std::unique_ptr<char[]> buffer;
   void on_complete(const MPI_Status &) override { delete this; }  // NOLINT: self-owned until completion
 };
@@ -451,9 +464,13 @@ int P2PComm::transmit(const void *buf, int count, MPI_Datatype dtype, int dest, 
     const std::size_t total = sizeof h + bytes;
     char *out = nullptr;
     std::unique_ptr<EagerSend> inflight_send;
+    const bool tied = r != nullptr && g_eager_detached >= kEagerDetachedMax;
     if (r == nullptr) {
       if (send_scratch_.size() < total) send_scratch_.resize(total);
       out = send_scratch_.data();
+    } else if (tied) {
+      r->eager_copy = std::make_unique<char[]>(total);
+      out = r->eager_copy.get();
     } else {
       inflight_send = std::make_unique<EagerSend>();
       inflight_send->buffer = std::make_unique<char[]>(total);
@@ -477,6 +494,12 @@ int P2PComm::transmit(const void *buf, int count, MPI_Datatype dtype, int dest, 
     } else {
       MPI_Request inner = MPI_REQUEST_NULL;
       rc = PMPI_Isend(out, static_cast<int>(total), MPI_BYTE, dest, 0, ctrl_, &inner);
+      if (rc == MPI_SUCCESS && tied) {
+        // The request owns the copy (eager_copy) and completes with the transfer.
+        r->inner_busy = true;
+        progress::inflight().add(inner, r);
+        return MPI_SUCCESS;
+      }
       // The inflight set owns it from here; it frees itself on completion.
       if (rc == MPI_SUCCESS) progress::inflight().add(inner, inflight_send.release());
     }

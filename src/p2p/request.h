@@ -50,6 +50,9 @@ class Request final : public progress::Pending {
   // MPI_Isendrecv_replace: the send half sends this packed copy of the
   // buffer the receive half overwrites.
   std::unique_ptr<char[]> scratch;
+  // An eager send held until its transfer completes: the header and payload
+  // copy the transfer reads.
+  std::unique_ptr<char[]> eager_copy;
 
   // Final status fields.
   int st_source = MPI_ANY_SOURCE;

@@ -13,6 +13,7 @@
 #include <cuda_runtime.h>
 #include <mpi.h>
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
@@ -37,6 +38,8 @@ int g_rank = 0, g_size = 1, g_errors = 0;
 // working run takes, so this is no timing assertion). On expiry the process
 // exits and mpiexec takes the other ranks down; a kernel spinning on the
 // GPU dies with its process.
+void dump_queues();
+
 class Watchdog {
  public:
   Watchdog() : thread_([this] { run(); }) {}
@@ -67,6 +70,7 @@ class Watchdog {
       } else if (cv_.wait_until(g, deadline_) == std::cv_status::timeout && !stop_ &&
                  std::chrono::steady_clock::now() >= deadline_) {
         std::fprintf(stderr, "[%d] FAILED: hang: phase '%s' still running after %d s\n", g_rank, phase_, secs_);
+        dump_queues();
         std::fflush(stderr);
         std::_Exit(3);
       }
@@ -81,6 +85,52 @@ class Watchdog {
   std::thread thread_;
 };
 Watchdog *g_watchdog = nullptr;
+
+// On a hang: the IPC queues' state as the GPU holds it (copied on a
+// stream of its own, past the spinning kernel), so the report says which
+// side waits for what.
+std::atomic<const MPIX_Device_comm *> g_dump{nullptr};
+void dump_queues() {
+  const MPIX_Device_comm *h = g_dump.load();
+  if (h == nullptr || h->path != MPIXD_PATH_IPC) return;
+  cudaStream_t st;
+  if (cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking) != cudaSuccess) return;
+  auto get = [&](const void *dev, size_t n) {
+    std::vector<unsigned char> v(n);
+    if (cudaMemcpyAsync(v.data(), dev, n, cudaMemcpyDeviceToHost, st) != cudaSuccess ||
+        cudaStreamSynchronize(st) != cudaSuccess)
+      v.clear();
+    return v;
+  };
+  for (int peer = 0; peer < h->size; ++peer) {
+    for (uint32_t c = 0; c < h->channels && c < 4; ++c) {
+      auto sc = get(mpixd_schan_of(h, h->local, peer, c), sizeof(mpixd_schan));
+      if (sc.size() == sizeof(mpixd_schan)) {
+        const mpixd_schan *s = reinterpret_cast<const mpixd_schan *>(sc.data());
+        std::fprintf(stderr, "[%d] to %d chan %u: tail %u credit %u\n", g_rank, peer, c, s->tail, s->credit);
+      }
+      auto rcb = get(mpixd_rchan_of(h, peer, c), h->rchan_bytes);
+      if (rcb.size() != h->rchan_bytes) continue;
+      auto *rc = reinterpret_cast<mpixd_rchan *>(rcb.data());
+      std::fprintf(stderr, "[%d] from %d chan %u: lock %u arr %u lo %u post_order %u; slot states:", g_rank, peer, c,
+                   rc->lock, rc->arr, rc->lo, rc->post_order);
+      const uint32_t *states = mpixd_slot_states(h, rc);
+      for (uint32_t i = 0; i < h->slots && i < 64; ++i) std::fprintf(stderr, " %u", states[i]);
+      std::fprintf(stderr, "\n[%d]   posted (state/tag/order/ticket):", g_rank);
+      const mpixd_posted *p = mpixd_posted_of(h, rc);
+      for (uint32_t i = 0; i < h->posted && i < 64; ++i)
+        if (p[i].state != MPIXD_P_FREE) std::fprintf(stderr, " %u/%d/%u/%u", p[i].state, p[i].tag, p[i].order, p[i].ticket);
+      auto ring = get(mpixd_entries(h, h->local, peer, c), sizeof(mpixd_entry) * h->slots);
+      std::fprintf(stderr, "\n[%d]   ring (seq/tag/bytes/kind):", g_rank);
+      for (uint32_t i = 0; ring.size() && i < h->slots && i < 64; ++i) {
+        const mpixd_entry *e = reinterpret_cast<const mpixd_entry *>(ring.data()) + i;
+        std::fprintf(stderr, " %u/%d/%u/%u", e->seq, e->tag, e->bytes, e->kind);
+      }
+      std::fprintf(stderr, "\n");
+    }
+  }
+  cudaStreamDestroy(st);
+}
 void phase(const char *name) {
   if (g_watchdog) g_watchdog->arm(name);
 }
@@ -443,7 +493,10 @@ __global__ void __launch_bounds__(128) many_both(MPIX_Device_comm c, int peer, i
 
 void test_many(const MPIX_Device_comm &h) {
   const bool small = std::getenv("DEV_P2P_SMALL") != nullptr;
-  const int blocks = small ? 8 : 66, threads = 128, msgs = small ? 10 : 60;
+  // DEV_P2P_BLOCKS: fewer threads per side (an even count of blocks).
+  const char *nb = std::getenv("DEV_P2P_BLOCKS");
+  const int blocks = nb && std::atoi(nb) >= 2 ? std::atoi(nb) / 2 * 2 : small ? 8 : 66;
+  const int threads = 128, msgs = small ? 10 : 60;
   phase("many threads, one direction (test_many)");
   DevArr<unsigned> errors(1);
   DevBuf scratch(size_t(2) * blocks * threads * kMaxMsg);
@@ -634,6 +687,7 @@ int main(int argc, char **argv) {
   MPIX_Comm_device_handle(comm, &again);
   expect(again.local == h.local && again.pq == h.pq, "one set of queues per communicator");
   if (rc == MPI_SUCCESS) {
+    g_dump = &h;
     if (g_rank == 0)
       std::printf("%s path; ring %u slots x %u B, %u channels, %u posted; proxy queue %u\n",
                   h.path == MPIXD_PATH_PROXY ? "proxy" : "ipc", h.slots, h.slot_bytes, h.channels, h.posted,
@@ -648,6 +702,7 @@ int main(int argc, char **argv) {
       if (h.path == MPIXD_PATH_PROXY) test_interop(h, comm);
     }
   }
+  g_dump = nullptr;
   // Freeing the communicator releases the mailboxes (attribute callback);
   // a second communicator gets fresh ones that work.
   MPI_Comm_free(&comm);

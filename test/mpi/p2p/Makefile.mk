@@ -110,3 +110,9 @@ test_mpi_p2p_region_batch_SOURCES = test/mpi/p2p/region_batch.c
 test_mpi_p2p_region_batch_CFLAGS = $(MPIX_CFLAGS) -I$(top_srcdir)/test/mpi
 test_mpi_p2p_region_batch_LDADD = src/libmpix.la $(MPI_LIBS)
 test_mpi_p2p_region_batch_LDFLAGS = -no-install
+
+check_PROGRAMS += test/mpi/p2p/isend_stream
+test_mpi_p2p_isend_stream_SOURCES = test/mpi/p2p/isend_stream.c
+test_mpi_p2p_isend_stream_CFLAGS = $(MPIX_CFLAGS) -I$(top_srcdir)/test/mpi
+test_mpi_p2p_isend_stream_LDADD = src/libmpix.la $(MPI_LIBS)
+test_mpi_p2p_isend_stream_LDFLAGS = -no-install
