@@ -58,6 +58,18 @@ mps_stop() {
   echo quit | nvidia-cuda-mps-control; mps_on=0; sleep 1
 }
 trap mps_stop EXIT
+# A test killed by its timeout while its kernels spin leaves the MPS server
+# refusing new clients ("CUDA-capable device(s) is/are busy or
+# unavailable"), which failed every later test of a run (seen 2026-11-23):
+# after a failed test, test/runtests kills what is left of it and restarts
+# the server (if one runs). Processes are matched by exact name (the GPU
+# testlist's programs), never by command line: runtests' own mentions
+# test/gpu/.
+gpu_progs=$(sed -n 's/^\([^# ][^ ]*\) .*/\1/p' test/gpu/testlist | xargs -n1 basename | sort -u | paste -sd'|')
+export MPIX_TEST_AFTER_FAIL="pkill -9 -x '$gpu_progs'; sleep 1
+if pgrep -x nvidia-cuda-mps-control >/dev/null; then
+  echo quit | timeout 20 nvidia-cuda-mps-control; sleep 1; nvidia-cuda-mps-control -d
+fi"
 
 log "configure + build"
 [ -x configure ] || ./autogen.sh
