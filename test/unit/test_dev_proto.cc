@@ -399,6 +399,44 @@ TEST(DevProto, CountersWrap) {
   }
 }
 
+// test/gpu/dev_p2p's test_many as the one-channel GPU entry runs it (which
+// stalls on the GPU, 2026-11-23): 1 channel, 8 slots of 16 KiB, 32 posted
+// entries, thread g of the sender to thread g of the receiver on tags
+// g*4+k, mostly inline sizes, some staged. Host threads play the GPU
+// threads, so a stall here would be the protocol's, not the GPU's.
+TEST(DevProto, OneChannelManyThreadsLikeGpuTest) {
+  World w(2, 1, 8, 16384, 32);
+  const int threads = 128, msgs = 10;
+  std::atomic<int> errors{0};
+  std::vector<std::thread> pool;
+  for (int side = 0; side < 2; ++side) {
+    for (int g = 0; g < threads; ++g) {
+      pool.emplace_back([&, side, g] {
+        std::mt19937 rng(unsigned(g) * 7919u);
+        unsigned count[4] = {0, 0, 0, 0};
+        std::vector<unsigned char> buf(200);
+        for (int i = 0; i < msgs; ++i) {
+          const unsigned k = rng() % 4;
+          const size_t n = rng() % 8 == 0 ? 33 + rng() % 167 : rng() % 33;
+          const int tag = g * 4 + int(k);
+          const unsigned seed = unsigned(tag) * 131u + count[k]++;
+          if (side == 0) {
+            const auto v = payload(n, seed);
+            if (send_blocking(w.h[0], v.data(), n, 1, tag) != MPIX_DEVICE_SUCCESS) ++errors;
+          } else {
+            size_t got = 0;
+            if (recv_blocking(w.h[1], buf.data(), buf.size(), 0, tag, &got) != MPIX_DEVICE_SUCCESS || got != n ||
+                (n > 0 && std::memcmp(buf.data(), payload(n, seed).data(), n) != 0))
+              ++errors;
+          }
+        }
+      });
+    }
+  }
+  for (auto &t : pool) t.join();
+  EXPECT_EQ(errors.load(), 0);
+}
+
 TEST(DevProto, StressTinyRings) { stress(4, 2, 2); }
 TEST(DevProto, StressOneChannel) { stress(1, 8, 4); }
 TEST(DevProto, StressWide) { stress(32, 16, 8); }
