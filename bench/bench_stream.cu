@@ -54,7 +54,7 @@ double time_pingpong(cudaStream_t cs, int iters, Round round) {
 
 int main(int argc, char **argv) {
   MPI_Init(&argc, &argv);
-  int size = 0, ngpu = 0;
+  int size = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &g_rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
   int base_iters = 1000;
@@ -63,12 +63,11 @@ int main(int argc, char **argv) {
     if (std::strcmp(argv[i], "-n") == 0) base_iters = std::atoi(argv[i + 1]);
     if (std::strcmp(argv[i], "-m") == 0) max_bytes = std::strtoull(argv[i + 1], nullptr, 10);
   }
-  if (cudaGetDeviceCount(&ngpu) != cudaSuccess || ngpu == 0 || size != 2) {
+  if (mpix_test::use_gpu_of_rank(g_rank) < 0 || size != 2) {
     if (g_rank == 0) std::printf("bench_stream: needs 2 ranks and a GPU (skipped)\n");
     MPI_Finalize();
     return 0;
   }
-  cudaSetDevice(g_rank % ngpu);
   cudaStream_t cs;
   cudaStreamCreateWithFlags(&cs, cudaStreamNonBlocking);
   const int peer = 1 - g_rank;

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "mpix.h"
+#include "test/gpu/gpu_common.h"
 
 __global__ void fill(unsigned *out, unsigned n, unsigned seed) {
   for (unsigned i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x)
@@ -17,9 +18,9 @@ __global__ void fill(unsigned *out, unsigned n, unsigned seed) {
 
 int main(int argc, char **argv) {
   MPI_Init(&argc, &argv);
-  int rank = 0, errors = 0, ngpu = 0;
+  int rank = 0, errors = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  if (cudaGetDeviceCount(&ngpu) != cudaSuccess || ngpu == 0) {
+  if (mpix_test::use_gpu_of_rank(rank) < 0) {
     if (rank == 0) std::printf("skipped: no GPU\n");
     MPI_Finalize();
     return 77;
@@ -31,7 +32,6 @@ int main(int argc, char **argv) {
     std::fprintf(stderr, "library says \"%s\"\n", lib);
     errors++;
   }
-  cudaSetDevice(rank % ngpu);
   const unsigned n = 1u << 24, seed = 0x9e3779b9u + rank;
   unsigned *d = nullptr;
   if (cudaMalloc(&d, n * sizeof(unsigned)) != cudaSuccess) return 1;

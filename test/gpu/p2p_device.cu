@@ -305,15 +305,14 @@ void run_suite(MPI_Comm comm, int nprocs, bool big) {
 
 int main(int argc, char **argv) {
   MPI_Init(&argc, &argv);
-  int nprocs = 1, ngpu = 0;
+  int nprocs = 1;
   MPI_Comm_rank(MPI_COMM_WORLD, &g_rank);
   MPI_Comm_size(MPI_COMM_WORLD, &nprocs);
-  if (cudaGetDeviceCount(&ngpu) != cudaSuccess || ngpu == 0) {
+  if (mpix_test::use_gpu_of_rank(g_rank) < 0) {
     if (g_rank == 0) std::printf("skipped: no GPU\n");
     MPI_Finalize();
     return 77;
   }
-  CHECK_CUDA(cudaSetDevice(g_rank % ngpu));
   CHECK_CUDA(cudaStreamCreateWithFlags(&g_stream, cudaStreamNonBlocking));
   const bool big = std::getenv("P2P_DEVICE_SMALL") == nullptr;
 

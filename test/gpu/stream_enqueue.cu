@@ -142,10 +142,11 @@ void many_in_flight(MPI_Comm comm, cudaStream_t cs, unsigned *buf, int k, unsign
 
 int main(int argc, char **argv) {
   MPI_Init(&argc, &argv);
-  int size = 0, ngpu = 0;
+  int size = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &g_rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
-  if (cudaGetDeviceCount(&ngpu) != cudaSuccess || ngpu == 0) {
+  const int gpu = mpix_test::use_gpu_of_rank(g_rank);
+  if (gpu < 0) {
     if (g_rank == 0) std::printf("skipped: no GPU\n");
     MPI_Finalize();
     return 77;
@@ -156,7 +157,6 @@ int main(int argc, char **argv) {
     MPI_Finalize();
     return 77;
   }
-  cudaSetDevice(g_rank % ngpu);
   cudaStream_t cs;
   cudaStreamCreateWithFlags(&cs, cudaStreamNonBlocking);
   MPIX_Stream stream = MPIX_STREAM_NULL;
@@ -210,7 +210,7 @@ int main(int argc, char **argv) {
   // The host does not wait for the stream: enqueue behind a long kernel.
   {
     int clock_khz = 0;
-    cudaDeviceGetAttribute(&clock_khz, cudaDevAttrClockRate, g_rank % ngpu);
+    cudaDeviceGetAttribute(&clock_khz, cudaDevAttrClockRate, gpu);
     unsigned *hb = nullptr, *db = nullptr;
     cudaHostAlloc(&hb, 2 * sizeof(unsigned), cudaHostAllocMapped);
     cudaHostGetDevicePointer(&db, hb, 0);
