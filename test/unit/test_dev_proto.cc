@@ -226,32 +226,39 @@ TEST(DevProto, StreamingAndTruncation) {
   }
 }
 
-// Many sender threads on two ranks, many receiver threads on a third; each
-// key (source, tag) has one sending and one receiving thread; random sizes
-// (inline, staged, streamed), random multiplicities, tiny rings.
-void stress(uint32_t channels, uint32_t slots, uint32_t posted) {
-  World w(3, channels, slots, 256, posted);
-  const int pairs = 6, msgs = 1000 * (std::getenv("MPIX_TEST_SCALE") ? std::atoi(std::getenv("MPIX_TEST_SCALE")) : 1);
+// Many sender threads on `sources` ranks, as many receiver threads on one
+// more; each key (source, tag) has one sending and one receiving thread;
+// random sizes and multiplicities.
+struct StressShape {
+  int sources, pairs, keys, msgs;
+  uint32_t channels, slots, slot_bytes, posted;
+  size_t max_bytes;                   // receive buffer size
+  size_t (*size)(std::mt19937 &rng);  // a message's size
+};
+
+void stress(const StressShape &s) {
+  World w(s.sources + 1, s.channels, s.slots, s.slot_bytes, s.posted);
+  const int dst = s.sources;
   std::atomic<int> errors{0};
   std::vector<std::thread> threads;
-  for (int src = 0; src < 2; ++src) {
-    for (int p = 0; p < pairs; ++p) {
+  for (int src = 0; src < s.sources; ++src) {
+    for (int p = 0; p < s.pairs; ++p) {
       for (int side = 0; side < 2; ++side) {
         threads.emplace_back([&, src, p, side] {
           std::mt19937 rng(unsigned(src * 100 + p));
-          unsigned count[3] = {0, 0, 0};
-          std::vector<unsigned char> buf(2000);
-          for (int i = 0; i < msgs; ++i) {
-            const int k = int(rng() % 3);
-            const size_t n = rng() % 4 == 0 ? rng() % 2000 : rng() % 40;
-            const int tag = p * 3 + k;
-            const unsigned seed = unsigned(src * 1000 + tag) * 7919u + count[k]++;
+          std::vector<unsigned> count(static_cast<size_t>(s.keys), 0);
+          std::vector<unsigned char> buf(s.max_bytes);
+          for (int i = 0; i < s.msgs; ++i) {
+            const int k = int(rng() % unsigned(s.keys));
+            const size_t n = s.size(rng);
+            const int tag = p * s.keys + k;
+            const unsigned seed = unsigned(src * 1000 + tag) * 7919u + count[static_cast<size_t>(k)]++;
             if (side == 0) {
               const auto v = payload(n, seed);
-              if (send_blocking(w.h[src], v.data(), n, 2, tag) != MPIX_DEVICE_SUCCESS) ++errors;
+              if (send_blocking(w.h[src], v.data(), n, dst, tag) != MPIX_DEVICE_SUCCESS) ++errors;
             } else {
               size_t got = 0;
-              if (recv_blocking(w.h[2], buf.data(), buf.size(), src, tag, &got) != MPIX_DEVICE_SUCCESS || got != n ||
+              if (recv_blocking(w.h[dst], buf.data(), buf.size(), src, tag, &got) != MPIX_DEVICE_SUCCESS || got != n ||
                   (n > 0 &&
                    std::memcmp(buf.data(), payload(n, seed).data(), n) != 0))
                 ++errors;
@@ -263,6 +270,14 @@ void stress(uint32_t channels, uint32_t slots, uint32_t posted) {
   }
   for (auto &t : threads) t.join();
   EXPECT_EQ(errors.load(), 0);
+}
+
+// Two sending ranks, 6 pairs each, 3 keys per pair, sizes inline, staged
+// and streamed (rings of 256-byte slots).
+void stress(uint32_t channels, uint32_t slots, uint32_t posted) {
+  const int scale = std::getenv("MPIX_TEST_SCALE") ? std::atoi(std::getenv("MPIX_TEST_SCALE")) : 1;
+  stress({2, 6, 3, 1000 * scale, channels, slots, 256, posted, 2000,
+          [](std::mt19937 &rng) -> size_t { return rng() % 4 == 0 ? rng() % 2000 : rng() % 40; }});
 }
 
 // The proxy path's device side against a hand-played host: descriptor
@@ -401,40 +416,12 @@ TEST(DevProto, CountersWrap) {
 
 // test/gpu/dev_p2p's test_many as the one-channel GPU entry runs it (which
 // stalls on the GPU, 2026-11-23): 1 channel, 8 slots of 16 KiB, 32 posted
-// entries, thread g of the sender to thread g of the receiver on tags
-// g*4+k, mostly inline sizes, some staged. Host threads play the GPU
-// threads, so a stall here would be the protocol's, not the GPU's.
+// entries, 128 thread pairs on 4 keys each, mostly inline sizes, some
+// staged. Host threads play the GPU threads, so a stall here would be the
+// protocol's, not the GPU's.
 TEST(DevProto, OneChannelManyThreadsLikeGpuTest) {
-  World w(2, 1, 8, 16384, 32);
-  const int threads = 128, msgs = 10;
-  std::atomic<int> errors{0};
-  std::vector<std::thread> pool;
-  for (int side = 0; side < 2; ++side) {
-    for (int g = 0; g < threads; ++g) {
-      pool.emplace_back([&, side, g] {
-        std::mt19937 rng(unsigned(g) * 7919u);
-        unsigned count[4] = {0, 0, 0, 0};
-        std::vector<unsigned char> buf(200);
-        for (int i = 0; i < msgs; ++i) {
-          const unsigned k = rng() % 4;
-          const size_t n = rng() % 8 == 0 ? 33 + rng() % 167 : rng() % 33;
-          const int tag = g * 4 + int(k);
-          const unsigned seed = unsigned(tag) * 131u + count[k]++;
-          if (side == 0) {
-            const auto v = payload(n, seed);
-            if (send_blocking(w.h[0], v.data(), n, 1, tag) != MPIX_DEVICE_SUCCESS) ++errors;
-          } else {
-            size_t got = 0;
-            if (recv_blocking(w.h[1], buf.data(), buf.size(), 0, tag, &got) != MPIX_DEVICE_SUCCESS || got != n ||
-                (n > 0 && std::memcmp(buf.data(), payload(n, seed).data(), n) != 0))
-              ++errors;
-          }
-        }
-      });
-    }
-  }
-  for (auto &t : pool) t.join();
-  EXPECT_EQ(errors.load(), 0);
+  stress({1, 128, 4, 10, 1, 8, 16384, 32, 200,
+          [](std::mt19937 &rng) -> size_t { return rng() % 8 == 0 ? 33 + rng() % 167 : rng() % 33; }});
 }
 
 TEST(DevProto, StressTinyRings) { stress(4, 2, 2); }
