@@ -10,8 +10,8 @@
  * Device calls return an int status (MPIX_DEVICE_* in mpix_device/proto.h):
  *   MPIX_DEVICE_SUCCESS  0   done / started
  *   MPIX_DEVICE_PENDING  1   MPIX_Test: not complete yet
- *   MPIX_DEVICE_AGAIN    2   ring full / no free receive slot: nothing was
- *                            done, retry after the peer progresses
+ *   MPIX_DEVICE_AGAIN    2   ring full / no free receive slot / queue held
+ *                            by another thread: nothing was done, retry
  *   MPIX_DEVICE_ERR_RANK -1  peer outside [0, size) (no MPI_ANY_SOURCE)
  *   MPIX_DEVICE_ERR_TAG  -2  tag outside [0, MPI_TAG_UB] (no MPI_ANY_TAG)
  *   MPIX_DEVICE_ERR_ARG  -3  null request, null buffer with bytes > 0,

@@ -10,6 +10,16 @@
 
 #include "proto.h"
 
+/* Wait-loop backoff ceilings (ns): short on the IPC path, where the wait is
+ * for a peer GPU's store; longer on the proxy path (see mpixd_backoff). */
+#define MPIXD_BACKOFF_MIN_NS 32u
+#define MPIXD_BACKOFF_IPC_NS 256u
+#define MPIXD_BACKOFF_PROXY_NS 4096u
+
+__device__ __forceinline__ unsigned mpixd_backoff_max(const MPIX_Device_comm &comm) {
+  return comm.path == MPIXD_PATH_PROXY ? MPIXD_BACKOFF_PROXY_NS : MPIXD_BACKOFF_IPC_NS;
+}
+
 /* Nonblocking send of `bytes` bytes to `peer` with `tag`. Returns
  * MPIX_DEVICE_SUCCESS with *req active (complete it with MPIX_Test or
  * MPIX_Wait), MPIX_DEVICE_AGAIN when the ring to the peer is full (nothing
@@ -49,8 +59,8 @@ __device__ inline int MPIX_Isend(const void *buf, size_t bytes, int peer, int ta
 }
 
 /* Nonblocking receive of at most `bytes` bytes from `peer` with `tag` (no
- * wildcards). MPIX_DEVICE_AGAIN when the channel's posted-receive table is
- * full (retry). */
+ * wildcards). MPIX_DEVICE_AGAIN, with nothing done, when the channel's
+ * posted-receive table is full or another thread holds the channel (retry). */
 __device__ inline int MPIX_Irecv(void *buf, size_t bytes, int peer, int tag, MPIX_Device_comm comm,
                                  MPIX_Device_request *req) {
   return mpixd_irecv(&comm, buf, bytes, peer, tag, req);
@@ -62,7 +72,8 @@ __device__ inline int MPIX_Test(MPIX_Device_request *req, MPIX_Device_comm comm)
 
 __device__ inline int MPIX_Wait(MPIX_Device_request *req, MPIX_Device_comm comm) {
   int rc;
-  while ((rc = mpixd_test(&comm, req)) == MPIX_DEVICE_PENDING) mpixd_pause();
+  unsigned ns = MPIXD_BACKOFF_MIN_NS;
+  while ((rc = MPIX_Test(req, comm)) == MPIX_DEVICE_PENDING) mpixd_backoff(&ns, mpixd_backoff_max(comm));
   return rc;
 }
 
@@ -70,7 +81,9 @@ __device__ inline int MPIX_Wait(MPIX_Device_request *req, MPIX_Device_comm comm)
 __device__ inline int MPIX_Send(const void *buf, size_t bytes, int peer, int tag, MPIX_Device_comm comm) {
   MPIX_Device_request req;
   int rc;
-  while ((rc = MPIX_Isend(buf, bytes, peer, tag, comm, &req)) == MPIX_DEVICE_AGAIN) mpixd_pause();
+  unsigned ns = MPIXD_BACKOFF_MIN_NS;
+  while ((rc = MPIX_Isend(buf, bytes, peer, tag, comm, &req)) == MPIX_DEVICE_AGAIN)
+    mpixd_backoff(&ns, mpixd_backoff_max(comm));
   return rc == MPIX_DEVICE_SUCCESS ? MPIX_Wait(&req, comm) : rc;
 }
 
@@ -78,7 +91,9 @@ __device__ inline int MPIX_Recv(void *buf, size_t bytes, int peer, int tag, MPIX
                                 size_t *received) {
   MPIX_Device_request req;
   int rc;
-  while ((rc = MPIX_Irecv(buf, bytes, peer, tag, comm, &req)) == MPIX_DEVICE_AGAIN) mpixd_pause();
+  unsigned ns = MPIXD_BACKOFF_MIN_NS;
+  while ((rc = MPIX_Irecv(buf, bytes, peer, tag, comm, &req)) == MPIX_DEVICE_AGAIN)
+    mpixd_backoff(&ns, mpixd_backoff_max(comm));
   if (rc != MPIX_DEVICE_SUCCESS) return rc;
   rc = MPIX_Wait(&req, comm);
   if (received) *received = req.msg_bytes;
@@ -174,7 +189,8 @@ __device__ inline int MPIX_Recv_block(void *buf, size_t bytes, int peer, int tag
       (void)mpixd_arrived(&comm, s_req.peer, s_req.chan, pos);
       mpixd_get_chunk(&comm, &s_req, j, lane, lanes);
       __syncthreads();
-      if (lane == 0) mpixd_consume(&comm, s_req.peer, s_req.chan, pos);
+      if (lane == 0)
+        while (!mpixd_try_consume(&comm, s_req.peer, s_req.chan, pos)) mpixd_pause();
     }
   }
   __syncthreads();

@@ -32,13 +32,15 @@
  * different tags spread over independent rings, locks and credits:
  * receivers of different tags do not contend.
  *
- * Matching per (source, channel), under a spin lock in the receiver's
- * memory, MPI's two-queue scheme: arrivals are taken in ticket order
- * (`arr`) and matched against the posted receives of that channel, oldest
- * post first; unmatched headers stay in the ring as unexpected, and a new
- * receive scans them oldest first. So the n-th receive posted for a key gets
- * the n-th message sent for it. Slots are released in order (`lo`) once
- * consumed, which returns the credits.
+ * Matching per (source, channel), under a lock in the receiver's memory
+ * that is only ever tried (see mpixd_try_lock), MPI's two-queue scheme:
+ * arrivals are taken in ticket order (`arr`) and matched against the posted
+ * receives of that channel, oldest post first; unmatched headers stay in the
+ * ring as unexpected, and a new receive scans them oldest first. So the n-th
+ * receive posted for a key gets the n-th message sent for it. Slots are
+ * released in order (`lo`) once consumed, which returns the credits.
+ * Waiting receives peek at a few words without the lock and take it only
+ * when something arrived for them to take in or collect.
  *
  * Messages up to MPIXD_INLINE bytes ride in the entry. Larger ones take
  * ceil(bytes/slot_bytes) consecutive tickets (one claim), each carrying one
@@ -85,7 +87,7 @@
 /* Status codes of the device calls. */
 #define MPIX_DEVICE_SUCCESS 0
 #define MPIX_DEVICE_PENDING 1       /* MPIX_Test: not complete yet */
-#define MPIX_DEVICE_AGAIN 2         /* queue full / no receive slot: retry after the peer progresses */
+#define MPIX_DEVICE_AGAIN 2         /* queue full / no receive slot / queue busy: nothing done, retry */
 #define MPIX_DEVICE_ERR_RANK (-1)   /* peer out of [0, size) (MPI_ANY_SOURCE included) */
 #define MPIX_DEVICE_ERR_TAG (-2)    /* tag out of [0, tag_ub] (MPI_ANY_TAG included) */
 #define MPIX_DEVICE_ERR_ARG (-3)    /* null request, null buffer with bytes > 0, invalid handle */
@@ -136,6 +138,8 @@ typedef struct MPIX_Device_request {
 #ifdef __cplusplus
 }
 #endif
+
+#define MPIXD_F_COPIED 0x100u /* request flag: chunk `next` already copied out */
 
 enum mpixd_req_state { MPIXD_INACTIVE = 0, MPIXD_SEND_STREAM, MPIXD_RECV_POSTED, MPIXD_RECV_BOUND, MPIXD_DONE, MPIXD_PROXIED };
 enum mpixd_kind { MPIXD_HEADER = 1, MPIXD_CONT = 2 };
@@ -241,6 +245,16 @@ MPIXD_HD uint32_t mpixd_load_relaxed(const uint32_t *p) {
 #endif
 }
 
+/* For words read without the lock by lock-free peeks (see
+ * mpixd_recv_bind): written under the lock, but as single atomic stores. */
+MPIXD_HD void mpixd_store_relaxed(uint32_t *p, uint32_t v) {
+#if defined(__CUDA_ARCH__)
+  *(volatile uint32_t *)p = v;
+#else
+  __atomic_store_n(p, v, __ATOMIC_RELAXED);
+#endif
+}
+
 MPIXD_HD uint32_t mpixd_cas(uint32_t *p, uint32_t expect, uint32_t desired) {
 #if defined(__CUDA_ARCH__)
   return atomicCAS(p, expect, desired);
@@ -276,11 +290,35 @@ MPIXD_HD void mpixd_pause(void) {
 #endif
 }
 
-MPIXD_HD void mpixd_lock(uint32_t *l) {
-  while (mpixd_cas(l, 0, 1) != 0) mpixd_pause();
+/* Exponential backoff for wait loops: sleeps *ns (device; a yield on the
+ * host), then doubles it up to max_ns. Waiters on the proxy path poll
+ * completion records in host memory across PCIe, where thousands of
+ * threads polling flat out crowd out the traffic they wait for. */
+MPIXD_HD void mpixd_backoff(unsigned *ns, unsigned max_ns) {
+#if defined(__CUDA_ARCH__)
+  __nanosleep(*ns);
+#else
+  sched_yield();
+#endif
+  if (*ns < max_ns) *ns *= 2;
+}
+
+/* The receive queues' lock is only ever tried, never waited for: a call
+ * that does not get it reports PENDING / AGAIN and its caller retries (with
+ * backoff) from outside. Lanes of a warp that spin on a lock together share
+ * a convergence barrier after the spin loop (nvcc: BSSY before it, BSYNC
+ * after it), where the lane that won the lock waits for its warp-mates that
+ * spin on the lock it holds. With one queue for many threads that stalled
+ * dev_p2p on an H200 (2026-11-23: the lock held, three matched receives
+ * never collected). A failed try goes back to the caller's loop, which
+ * contains the winner's whole critical section, so no lane ever holds the
+ * lock at a barrier shared with lanes waiting for it. */
+MPIXD_HD bool mpixd_try_lock(uint32_t *l) {
+  if (mpixd_load_relaxed(l) != 0 || mpixd_cas(l, 0, 1) != 0) return false;
 #if defined(__CUDA_ARCH__)
   __threadfence();
 #endif
+  return true;
 }
 
 MPIXD_HD void mpixd_unlock(uint32_t *l) {
@@ -412,7 +450,7 @@ MPIXD_HD void mpixd_put_chunk(const MPIX_Device_comm *h, int dst, uint32_t c, ui
   mpixd_entry *e = mpixd_entries(h, base, h->rank, c) + slot;
   const size_t len = mpixd_chunk_len(h, bytes, j);
   if (lane == 0) {
-    e->tag = tag;
+    mpixd_store_relaxed((uint32_t *)&e->tag, (uint32_t)tag); /* read by lock-free peeks */
     e->bytes = (uint32_t)(j == 0 ? bytes : len);
     e->kind = j == 0 ? MPIXD_HEADER : MPIXD_CONT;
     e->nslots = nslots;
@@ -442,7 +480,7 @@ MPIXD_HD void mpixd_take_arrivals(const MPIX_Device_comm *h, int src, uint32_t c
     mpixd_entry *e = ring + slot;
     if (mpixd_load_acquire(&e->seq) != pos + 1) break;
     if (e->kind == MPIXD_CONT) {
-      if (states[slot] == MPIXD_S_FREE) states[slot] = MPIXD_S_CONT;
+      if (states[slot] == MPIXD_S_FREE) mpixd_store_relaxed(&states[slot], MPIXD_S_CONT);
     } else {
       const int32_t tag = e->tag;
       int best = -1;
@@ -453,13 +491,13 @@ MPIXD_HD void mpixd_take_arrivals(const MPIX_Device_comm *h, int src, uint32_t c
       }
       if (best >= 0) {
         posted[best].ticket = pos;
-        posted[best].state = MPIXD_P_MATCHED;
-        states[slot] = MPIXD_S_BOUND;
+        mpixd_store_relaxed(&posted[best].state, MPIXD_P_MATCHED);
+        mpixd_store_relaxed(&states[slot], MPIXD_S_BOUND);
       } else {
-        states[slot] = MPIXD_S_UNEXP;
+        mpixd_store_relaxed(&states[slot], MPIXD_S_UNEXP);
       }
     }
-    rc->arr = pos + 1;
+    mpixd_store_relaxed(&rc->arr, pos + 1);
   }
 }
 
@@ -469,11 +507,11 @@ MPIXD_HD void mpixd_release(const MPIX_Device_comm *h, int src, uint32_t c, mpix
   uint32_t lo = rc->lo;
   const uint32_t start = lo;
   while (lo != rc->arr && states[lo & (h->slots - 1)] == MPIXD_S_DONE) {
-    states[lo & (h->slots - 1)] = MPIXD_S_FREE;
+    mpixd_store_relaxed(&states[lo & (h->slots - 1)], MPIXD_S_FREE);
     ++lo;
   }
   if (lo == start) return;
-  rc->lo = lo;
+  mpixd_store_relaxed(&rc->lo, lo);
   /* The slots' data was read before: order those reads before the credit. */
   mpixd_fence_system();
   mpixd_store_release(&mpixd_schan_of(h, h->bases[src], h->rank, c)->credit, lo);
@@ -513,16 +551,18 @@ MPIXD_HD void mpixd_read_header(const MPIX_Device_comm *h, MPIX_Device_request *
   r->state = MPIXD_RECV_BOUND;
 }
 
-/* Marks chunk ticket pos consumed and releases what it can. */
-MPIXD_HD void mpixd_consume(const MPIX_Device_comm *h, int src, uint32_t c, uint32_t pos) {
+/* Marks chunk ticket pos consumed and releases what it can; false (nothing
+ * done) when the queue's lock is busy. */
+MPIXD_HD bool mpixd_try_consume(const MPIX_Device_comm *h, int src, uint32_t c, uint32_t pos) {
   mpixd_rchan *rc = mpixd_rchan_of(h, src, c);
-  mpixd_lock(&rc->lock);
-  mpixd_slot_states(h, rc)[pos & (h->slots - 1)] = MPIXD_S_DONE;
+  if (!mpixd_try_lock(&rc->lock)) return false;
+  mpixd_store_relaxed(&mpixd_slot_states(h, rc)[pos & (h->slots - 1)], MPIXD_S_DONE);
   /* Continuation chunks are consumed as they land, possibly before any
    * receive took them in: take them in so that `lo` can pass them. */
   mpixd_take_arrivals(h, src, c, rc);
   mpixd_release(h, src, c, rc);
   mpixd_unlock(&rc->lock);
+  return true;
 }
 
 /* ---- argument checks ---- */
@@ -650,11 +690,33 @@ MPIXD_HD int mpixd_isend(const MPIX_Device_comm *h, const void *buf, size_t byte
  * in the same critical section. */
 MPIXD_HD void mpixd_recv_inline_now(const MPIX_Device_comm *h, MPIX_Device_request *r, mpixd_rchan *rc) {
   mpixd_get_chunk(h, r, 0, 0, 1);
-  mpixd_slot_states(h, rc)[r->ticket & (h->slots - 1)] = MPIXD_S_DONE;
+  mpixd_store_relaxed(&mpixd_slot_states(h, rc)[r->ticket & (h->slots - 1)], MPIXD_S_DONE);
   mpixd_release(h, r->peer, r->chan, rc);
   r->next = 1;
   r->state = MPIXD_DONE;
   r->status = r->msg_bytes > r->bytes ? MPIX_DEVICE_ERR_TRUNCATE : MPIX_DEVICE_SUCCESS;
+}
+
+/* Without the lock: whether taking it could start a receive of `tag`
+ * (an arrival to take in, an unexpected message of the tag, or a free
+ * posted entry). A hint: a stale word sends us to the lock for nothing or
+ * to the next try. It keeps receives that wait for room in a full posted
+ * table from queueing on the lock that the receives they wait for need. */
+MPIXD_HD bool mpixd_irecv_could_start(const MPIX_Device_comm *h, mpixd_rchan *rc, const mpixd_entry *ring, int tag) {
+  const uint32_t arr = mpixd_load_relaxed(&rc->arr);
+  if (mpixd_load_relaxed(&ring[arr & (h->slots - 1)].seq) == arr + 1) return true;
+  const mpixd_posted *posted = mpixd_posted_of(h, rc);
+  for (uint32_t p = 0; p < h->posted; ++p)
+    if (mpixd_load_relaxed(&posted[p].state) == MPIXD_P_FREE) return true;
+  const uint32_t *states = mpixd_slot_states(h, rc);
+  const uint32_t lo = mpixd_load_relaxed(&rc->lo);
+  for (uint32_t pos = lo; pos != arr && pos - lo < h->slots; ++pos) {
+    const uint32_t slot = pos & (h->slots - 1);
+    if (mpixd_load_relaxed(&states[slot]) == MPIXD_S_UNEXP &&
+        (int32_t)mpixd_load_relaxed((const uint32_t *)&ring[slot].tag) == tag)
+      return true;
+  }
+  return false;
 }
 
 MPIXD_HD int mpixd_irecv(const MPIX_Device_comm *h, void *buf, size_t bytes, int peer, int tag,
@@ -673,12 +735,15 @@ MPIXD_HD int mpixd_irecv(const MPIX_Device_comm *h, void *buf, size_t bytes, int
   mpixd_rchan *rc = mpixd_rchan_of(h, peer, r->chan);
   uint32_t *states = mpixd_slot_states(h, rc);
   mpixd_entry *ring = mpixd_entries(h, h->local, peer, r->chan);
-  mpixd_lock(&rc->lock);
+  if (!mpixd_irecv_could_start(h, rc, ring, tag) || !mpixd_try_lock(&rc->lock)) {
+    r->state = MPIXD_INACTIVE;
+    return MPIX_DEVICE_AGAIN;
+  }
   mpixd_take_arrivals(h, peer, r->chan, rc);
   for (uint32_t pos = rc->lo; pos != rc->arr; ++pos) {
     const uint32_t slot = pos & (h->slots - 1);
     if (states[slot] == MPIXD_S_UNEXP && ring[slot].tag == tag) {
-      states[slot] = MPIXD_S_BOUND;
+      mpixd_store_relaxed(&states[slot], MPIXD_S_BOUND);
       r->ticket = pos;
       mpixd_read_header(h, r);
       if (r->nslots == 1 && r->msg_bytes <= MPIXD_INLINE) mpixd_recv_inline_now(h, r, rc);
@@ -691,7 +756,7 @@ MPIXD_HD int mpixd_irecv(const MPIX_Device_comm *h, void *buf, size_t bytes, int
     if (posted[p].state != MPIXD_P_FREE) continue;
     posted[p].tag = tag;
     posted[p].order = rc->post_order++;
-    posted[p].state = MPIXD_P_POSTED;
+    mpixd_store_relaxed(&posted[p].state, MPIXD_P_POSTED);
     r->posted = p;
     r->state = MPIXD_RECV_POSTED;
     mpixd_unlock(&rc->lock);
@@ -706,12 +771,24 @@ MPIXD_HD int mpixd_irecv(const MPIX_Device_comm *h, void *buf, size_t bytes, int
 MPIXD_HD bool mpixd_recv_bind(const MPIX_Device_comm *h, MPIX_Device_request *r) {
   mpixd_rchan *rc = mpixd_rchan_of(h, r->peer, r->chan);
   mpixd_posted *p = mpixd_posted_of(h, rc) + r->posted;
+  /* A peek without the lock first: the lock is needed only once this
+   * receive was matched or an arrival waits to be taken in. So receives
+   * that wait poll two words instead of queueing on the channel's lock,
+   * and the thread that takes in their messages (and the owners of the
+   * receives it matches) find the lock free. A stale `arr` only sends us
+   * to the lock for nothing (the slot then holds a newer ticket or the
+   * same one, already taken in); a missed update is seen at the next poll. */
+  if (mpixd_load_relaxed(&p->state) != MPIXD_P_MATCHED) {
+    const uint32_t arr = mpixd_load_relaxed(&rc->arr);
+    const mpixd_entry *e = mpixd_entries(h, h->local, r->peer, r->chan) + (arr & (h->slots - 1));
+    if (mpixd_load_relaxed(&e->seq) != arr + 1) return false;
+  }
   bool bound = false;
-  mpixd_lock(&rc->lock);
+  if (!mpixd_try_lock(&rc->lock)) return false;
   mpixd_take_arrivals(h, r->peer, r->chan, rc);
   if (p->state == MPIXD_P_MATCHED) {
     r->ticket = p->ticket;
-    p->state = MPIXD_P_FREE;
+    mpixd_store_relaxed(&p->state, MPIXD_P_FREE);
     mpixd_read_header(h, r);
     if (r->nslots == 1 && r->msg_bytes <= MPIXD_INLINE) mpixd_recv_inline_now(h, r, rc);
     bound = true;
@@ -737,9 +814,13 @@ MPIXD_HD int mpixd_test(const MPIX_Device_comm *h, MPIX_Device_request *r) {
     case MPIXD_RECV_BOUND:
       while (r->next < r->nslots) {
         const uint32_t pos = r->ticket + r->next;
-        if (!mpixd_arrived(h, r->peer, r->chan, pos)) return MPIX_DEVICE_PENDING;
-        mpixd_get_chunk(h, r, r->next, 0, 1);
-        mpixd_consume(h, r->peer, r->chan, pos);
+        if (!(r->flags & MPIXD_F_COPIED)) {
+          if (!mpixd_arrived(h, r->peer, r->chan, pos)) return MPIX_DEVICE_PENDING;
+          mpixd_get_chunk(h, r, r->next, 0, 1);
+          r->flags |= MPIXD_F_COPIED;
+        }
+        if (!mpixd_try_consume(h, r->peer, r->chan, pos)) return MPIX_DEVICE_PENDING;
+        r->flags &= ~MPIXD_F_COPIED;
         ++r->next;
       }
       r->state = MPIXD_INACTIVE;

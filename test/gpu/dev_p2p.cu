@@ -92,7 +92,7 @@ Watchdog *g_watchdog = nullptr;
 std::atomic<const MPIX_Device_comm *> g_dump{nullptr};
 void dump_queues() {
   const MPIX_Device_comm *h = g_dump.load();
-  if (h == nullptr || h->path != MPIXD_PATH_IPC) return;
+  if (h == nullptr) return;
   cudaStream_t st;
   if (cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking) != cudaSuccess) return;
   auto get = [&](const void *dev, size_t n) {
@@ -102,6 +102,25 @@ void dump_queues() {
       v.clear();
     return v;
   };
+  if (h->path == MPIXD_PATH_PROXY) {
+    // Descriptors and completions are in mapped host memory; the ticket
+    // counter on the GPU. Which of the unreleased tickets are published by
+    // the GPU, completed by the host, read back by the GPU.
+    auto tail = get(h->pq_tail, sizeof(uint32_t));
+    const uint32_t credit = mpixd_load_acquire(h->pq_credit);
+    const uint32_t t_end = tail.size() ? *reinterpret_cast<const uint32_t *>(tail.data()) : credit;
+    unsigned published = 0, completed = 0, released = 0;
+    for (uint32_t t = credit; t != t_end && t - credit < h->pq_slots; ++t) {
+      const uint32_t slot = t & (h->pq_slots - 1);
+      published += mpixd_load_acquire(&h->pq[slot].seq) == t + 1;
+      completed += mpixd_load_acquire(&h->pc[slot].seq) == t + 1;
+      released += mpixd_load_acquire(&h->pc[slot].released) == t + 1;
+    }
+    std::fprintf(stderr, "[%d] proxy queue: tail %u credit %u; of those tickets %u published, %u completed, %u released\n",
+                 g_rank, t_end, credit, published, completed, released);
+    cudaStreamDestroy(st);
+    return;
+  }
   for (int peer = 0; peer < h->size; ++peer) {
     for (uint32_t c = 0; c < h->channels && c < 4; ++c) {
       auto sc = get(mpixd_schan_of(h, h->local, peer, c), sizeof(mpixd_schan));
