@@ -138,6 +138,7 @@ int MPIX_Comm_device_handle(MPI_Comm comm, MPIX_Device_comm *handle) {
     h.path = MPIXD_PATH_PROXY;
     const char *hostmem = std::getenv("MPIX_DEVICE_PROXY_HOSTMEM");
     owner->proxy = devproxy::ProxyQueue::create(comm, &h, env_pow2("MPIX_DEVICE_PROXY_QUEUE", 4096, 2, 1u << 20),
+                                                env_pow2("MPIX_DEVICE_PROXY_INLINE", 256, MPIXD_INLINE, 1u << 16),
                                                 hostmem != nullptr && std::strcmp(hostmem, "1") == 0);
     const int worst = agree(comm, owner->proxy ? Err::kCount : Err::kDeviceSetup);
     if (worst >= 0) return raise_error(comm, static_cast<Err>(worst), __func__);

@@ -10,12 +10,13 @@
 namespace mpix::devproxy {
 
 std::unique_ptr<ProxyQueue> ProxyQueue::create(MPI_Comm comm, MPIX_Device_comm *h, std::uint32_t slots,
-                                               bool host_memory) {
+                                               std::uint32_t inline_bytes, bool host_memory) {
   auto q = std::make_unique<ProxyQueue>();
   q->comm_ = comm;
   q->mask_ = slots - 1;
   const std::size_t ring = std::size_t(slots) * sizeof(mpixd_pdesc);
-  const std::size_t bytes = 2 * ring + 128;  // descriptors, completions, credit, (host case) tail
+  // descriptors, completions, credit, (host case) tail, bounce buffers
+  const std::size_t bytes = 2 * ring + 128 + std::size_t(slots) * inline_bytes;
   unsigned char *base = nullptr;
   std::uint32_t *tail = nullptr;
   if (host_memory) {
@@ -35,8 +36,11 @@ std::unique_ptr<ProxyQueue> ProxyQueue::create(MPI_Comm comm, MPIX_Device_comm *
   h->pc = reinterpret_cast<mpixd_pcomp *>(base + ring);
   h->pq_credit = reinterpret_cast<std::uint32_t *>(base + 2 * ring);
   h->pq_tail = tail;
+  h->pq_inline = inline_bytes;
+  h->pq_bounce = base + 2 * ring + 128;
   q->h_ = *h;
   q->reqs_.assign(slots, MPI_REQUEST_NULL);
+  q->ours_.assign(slots, nullptr);
   q->attached_ = progress::thread_attach(q.get());
   if (!q->attached_) return nullptr;
   progress::thread_wake();
@@ -69,9 +73,10 @@ void ProxyQueue::start(std::uint32_t t) {
     return;
   }
   const int count = static_cast<int>(d->bytes);
-  void *buf = d->buf ? reinterpret_cast<void *>(static_cast<std::uintptr_t>(d->buf))
-                     : (d->op == MPIXD_OP_SEND ? static_cast<void *>(const_cast<unsigned char *>(d->data))
-                                               : static_cast<void *>(c->data));
+  void *buf = d->buf                 ? reinterpret_cast<void *>(static_cast<std::uintptr_t>(d->buf))
+              : d->bytes > MPIXD_INLINE ? static_cast<void *>(mpixd_proxy_bounce(&h_, t))
+              : d->op == MPIXD_OP_SEND  ? static_cast<void *>(const_cast<unsigned char *>(d->data))
+                                        : static_cast<void *>(c->data);
   // Through the intercepted entry points: mpix's engine (and its GPU paths
   // for device buffers) carries the communicator, and host calls on it match.
   const int rc = d->op == MPIXD_OP_SEND ? MPI_Isend(buf, count, MPI_BYTE, d->peer, d->tag, comm_, &reqs_[slot])
@@ -79,7 +84,11 @@ void ProxyQueue::start(std::uint32_t t) {
   if (rc != MPI_SUCCESS) {
     reqs_[slot] = MPI_REQUEST_NULL;
     complete(t, MPIX_DEVICE_ERR_ARG, 0);
+    return;
   }
+  // Looked up once: it lives until our MPI_Test concludes it.
+  auto lock = p2p::engine_lock();
+  ours_[slot] = p2p::request_lookup(reqs_[slot]);
 }
 
 int ProxyQueue::poll() {
@@ -102,9 +111,8 @@ int ProxyQueue::poll() {
     auto lock = p2p::engine_lock();
     if (lo_ != head_) p2p::progress_poll();
     for (std::uint32_t t = lo_; t != head_; ++t) {
-      const MPI_Request r = reqs_[t & mask_];
-      if (r == MPI_REQUEST_NULL) continue;
-      const p2p::Request *q = p2p::request_lookup(r);
+      if (reqs_[t & mask_] == MPI_REQUEST_NULL) continue;
+      const p2p::Request *q = ours_[t & mask_];
       if (q == nullptr || q->done()) finished_.push_back(t);  // not ours: MPI_Test decides
     }
   }

@@ -14,17 +14,23 @@
 #include "mpix_device/proto.h"
 #include "progress/thread.h"
 
+namespace mpix::p2p {
+class Request;
+}
+
 namespace mpix::devproxy {
 
 class ProxyQueue final : public progress::Poller {
  public:
   // A queue of `slots` (power of two) descriptors for comm, its fields put
-  // into *h, and the poller attached. host_memory: everything in plain host
+  // into *h, and the poller attached; messages up to inline_bytes (a
+  // multiple of 32) go through a bounce buffer per descriptor, so the host
+  // moves them as host memory. host_memory: everything in plain host
   // memory (only host threads may then post: tests without a GPU); else
   // mapped pinned memory plus a device-memory ticket counter. nullptr when
   // the memory or the progress thread is not available.
   static std::unique_ptr<ProxyQueue> create(MPI_Comm comm, MPIX_Device_comm *h, std::uint32_t slots,
-                                            bool host_memory);
+                                            std::uint32_t inline_bytes, bool host_memory);
   ProxyQueue() = default;
   ~ProxyQueue() override;
   ProxyQueue(const ProxyQueue &) = delete;
@@ -49,6 +55,7 @@ class ProxyQueue final : public progress::Poller {
   std::uint32_t head_ = 0;                  // next ticket to start
   std::uint32_t lo_ = 0;                    // tickets below are released
   std::vector<MPI_Request> reqs_;           // per slot, MPI_REQUEST_NULL once complete
+  std::vector<const p2p::Request *> ours_;  // per slot: mpix's request behind reqs_ (nullptr: MPI's own)
   std::vector<std::uint32_t> finished_;     // tickets whose operation is done (poll's scratch)
   bool attached_ = false;
 };

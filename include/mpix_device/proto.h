@@ -119,6 +119,8 @@ typedef struct MPIX_Device_comm {
   struct mpixd_pcomp *pc;          /* proxy: completions, likewise */
   uint32_t *pq_tail;               /* proxy: ticket counter (device memory) */
   uint32_t *pq_credit;             /* proxy: tickets released by the host */
+  uint32_t pq_inline;              /* proxy: bounce bytes per entry (multiple of 32) */
+  unsigned char *pq_bounce;        /* proxy: pq_slots bounce buffers, mapped host memory */
 } MPIX_Device_comm;
 
 /* A device request: lives wherever the caller keeps it (registers, local or
@@ -167,16 +169,20 @@ typedef struct mpixd_entry {
  * operations and vice versa, and writes the completion into the slot's
  * completion record; the device thread reads it and marks it released;
  * released tickets return as credits. Payloads up to MPIXD_INLINE bytes
- * travel in the descriptor / completion record (any buffer, local memory
- * included); longer ones are moved from/to the buffer by MPI (mpix's
- * GPU-aware point-to-point), so they must be in memory the host can name
- * (cudaMalloc, managed, mapped host memory). */
+ * travel in the descriptor / completion record, up to pq_inline bytes in the
+ * entry's bounce buffer (mapped host memory; the device thread copies in or
+ * out), so the host moves them as host memory, with no CUDA call per
+ * message; both work with any buffer, local memory included. Longer ones are
+ * moved from/to the buffer by MPI (mpix's GPU-aware point-to-point), so they
+ * must be in memory the host can name (cudaMalloc, managed, mapped host
+ * memory). */
 typedef struct mpixd_pdesc {
   uint32_t seq;       /* ticket + 1, written last */
   uint32_t op;        /* MPIXD_OP_* */
   int32_t peer, tag;
   uint64_t bytes;     /* send: message size; receive: buffer size */
-  uint64_t buf;       /* the buffer; 0: payload in data (send) / completion record (receive) */
+  uint64_t buf;       /* the buffer; 0: payload in data (send) / completion record (receive)
+                         when bytes <= MPIXD_INLINE, else in the entry's bounce buffer */
   unsigned char data[MPIXD_INLINE];
 } mpixd_pdesc;
 
@@ -581,6 +587,44 @@ MPIXD_HD int mpixd_check(const MPIX_Device_comm *h, const void *buf, size_t byte
 
 /* ---- proxy path ---- */
 
+MPIXD_HD unsigned char *mpixd_proxy_bounce(const MPIX_Device_comm *h, uint32_t ticket) {
+  return h->pq_bounce + (size_t)(ticket & (h->pq_slots - 1)) * h->pq_inline;
+}
+
+/* Copies n bytes out of a bounce buffer (16-byte aligned, in host memory,
+ * readable in whole 16-byte words up to n rounded up). Eight words are
+ * loaded before any is stored, so one GPU thread waits for one PCIe round
+ * trip per 128 bytes rather than one per word (loads and stores of a plain
+ * copy loop may alias, so they stay in order). */
+MPIXD_HD void mpixd_copy_from_bounce(void *dst, const void *src, size_t n) {
+  typedef struct __attribute__((aligned(16))) { uint64_t a, b; } w16;
+  const w16 *s = (const w16 *)src;
+  unsigned char *d = (unsigned char *)dst;
+  const bool aligned = ((uintptr_t)d & 15) == 0;
+  for (size_t off = 0; off < n; off += 128) {
+    const size_t words = (n - off + 15) / 16 < 8 ? (n - off + 15) / 16 : 8;
+    w16 t[8];
+#if defined(__CUDA_ARCH__)
+#pragma unroll
+#endif
+    for (size_t k = 0; k < 8; ++k)
+      if (k < words) t[k] = s[off / 16 + k];
+#if defined(__CUDA_ARCH__)
+#pragma unroll
+#endif
+    for (size_t k = 0; k < 8; ++k) {
+      if (k >= words) break;
+      const size_t at = off + 16 * k, len = n - at < 16 ? n - at : 16;
+      if (aligned && len == 16) {
+        *(w16 *)(d + at) = t[k];
+      } else {
+        const unsigned char *b = (const unsigned char *)&t[k];
+        for (size_t i = 0; i < len; ++i) d[at + i] = b[i];
+      }
+    }
+  }
+}
+
 /* Claims a descriptor and posts the operation; AGAIN when the queue is full. */
 MPIXD_HD int mpixd_proxy_post(const MPIX_Device_comm *h, uint32_t op, void *buf, size_t bytes, int peer, int tag,
                               MPIX_Device_request *r) {
@@ -598,8 +642,10 @@ MPIXD_HD int mpixd_proxy_post(const MPIX_Device_comm *h, uint32_t op, void *buf,
   d->tag = tag;
   d->bytes = bytes;
   const bool inl = bytes <= MPIXD_INLINE;
-  d->buf = inl ? 0 : (uint64_t)(uintptr_t)buf;
-  if (inl && op == MPIXD_OP_SEND) mpixd_copy(d->data, buf, bytes, 0, 1);
+  const bool bounce = !inl && bytes <= h->pq_inline;
+  d->buf = inl || bounce ? 0 : (uint64_t)(uintptr_t)buf;
+  if (op == MPIXD_OP_SEND && inl) mpixd_copy(d->data, buf, bytes, 0, 1);
+  if (op == MPIXD_OP_SEND && bounce) mpixd_copy(mpixd_proxy_bounce(h, t), buf, bytes, 0, 1);
   mpixd_fence_system();
   mpixd_store_release(&d->seq, t + 1);
   r->peer = peer;
@@ -620,10 +666,9 @@ MPIXD_HD int mpixd_proxy_test(const MPIX_Device_comm *h, MPIX_Device_request *r)
   r->status = c->status;
   if (r->flags == MPIXD_OP_RECV) {
     r->msg_bytes = c->bytes;
-    if (r->bytes <= MPIXD_INLINE) {
-      const size_t n = c->bytes < r->bytes ? (size_t)c->bytes : r->bytes;
-      mpixd_copy(r->buf, c->data, n, 0, 1);
-    }
+    const size_t n = c->bytes < r->bytes ? (size_t)c->bytes : r->bytes;
+    if (r->bytes <= MPIXD_INLINE) mpixd_copy(r->buf, c->data, n, 0, 1);
+    else if (r->bytes <= h->pq_inline) mpixd_copy_from_bounce(r->buf, mpixd_proxy_bounce(h, r->ticket), n);
   }
   mpixd_fence_system();
   mpixd_store_release(&c->released, r->ticket + 1);

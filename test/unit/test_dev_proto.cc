@@ -352,6 +352,77 @@ TEST(DevProto, ProxyDescriptors) {
   EXPECT_EQ(pq[0].seq, 5u);  // slot 0 reused by ticket 4
 }
 
+// Messages above the descriptor's inline bytes and up to pq_inline go
+// through the entry's bounce buffer: a send's payload is copied there (the
+// descriptor carries no address), a receive's message is copied out of it
+// (truncated to the buffer), into buffers at any alignment; larger ones
+// still go by address.
+TEST(DevProto, ProxyBounceBuffers) {
+  const uint32_t slots = 4, inl = 256;
+  std::vector<mpixd_pdesc> pq(slots);
+  std::vector<mpixd_pcomp> pc(slots);
+  std::vector<unsigned char> bounce_mem(slots * inl + 16, 0);
+  unsigned char *bounce = bounce_mem.data() + (16 - reinterpret_cast<uintptr_t>(bounce_mem.data()) % 16) % 16;
+  uint32_t tail = 0, credit = 0;
+  std::memset(pq.data(), 0, sizeof(mpixd_pdesc) * slots);
+  std::memset(pc.data(), 0, sizeof(mpixd_pcomp) * slots);
+  MPIX_Device_comm h{};
+  h.path = MPIXD_PATH_PROXY;
+  h.size = 2;
+  h.tag_ub = 100;
+  h.pq_slots = slots;
+  h.pq = pq.data();
+  h.pc = pc.data();
+  h.pq_tail = &tail;
+  h.pq_credit = &credit;
+  h.pq_inline = inl;
+  h.pq_bounce = bounce;
+  const auto mid = payload(200, 4), big = payload(257, 5);
+  std::vector<unsigned char> in(300, 0);
+  MPIX_Device_request r[4] = {};
+  ASSERT_EQ(mpixd_isend(&h, mid.data() + 1, 199, 1, 7, &r[0]), MPIX_DEVICE_SUCCESS);
+  ASSERT_EQ(mpixd_isend(&h, big.data(), big.size(), 1, 7, &r[1]), MPIX_DEVICE_SUCCESS);
+  ASSERT_EQ(mpixd_irecv(&h, in.data() + 3, 150, 1, 8, &r[2]), MPIX_DEVICE_SUCCESS);
+  ASSERT_EQ(mpixd_irecv(&h, in.data() + 160, 100, 1, 9, &r[3]), MPIX_DEVICE_SUCCESS);
+  EXPECT_EQ(pq[0].buf, 0u);
+  EXPECT_EQ(0, std::memcmp(bounce, mid.data() + 1, 199));
+  EXPECT_EQ(pq[1].buf, reinterpret_cast<uintptr_t>(big.data()));
+  EXPECT_EQ(pq[2].buf, 0u);
+  EXPECT_EQ(pq[2].bytes, 150u);
+  // The host receives 140 bytes for r[2] and 120 (more than the 100-byte
+  // buffer: MPI filled the bounce up to the buffer's size) for r[3].
+  const auto got = payload(140, 6), got2 = payload(100, 7);
+  std::memcpy(bounce + 2 * inl, got.data(), got.size());
+  std::memcpy(bounce + 3 * inl, got2.data(), got2.size());
+  pc[2].bytes = 140;
+  pc[2].status = MPIX_DEVICE_SUCCESS;
+  pc[2].seq = 3;
+  pc[3].bytes = 100;
+  pc[3].status = MPIX_DEVICE_ERR_TRUNCATE;
+  pc[3].seq = 4;
+  EXPECT_EQ(mpixd_test(&h, &r[2]), MPIX_DEVICE_SUCCESS);
+  EXPECT_EQ(r[2].msg_bytes, 140u);
+  EXPECT_EQ(0, std::memcmp(in.data() + 3, got.data(), 140));
+  EXPECT_EQ(in[2], 0);
+  EXPECT_EQ(in[143], 0);
+  EXPECT_EQ(mpixd_test(&h, &r[3]), MPIX_DEVICE_ERR_TRUNCATE);
+  EXPECT_EQ(0, std::memcmp(in.data() + 160, got2.data(), 100));
+  EXPECT_EQ(in[260], 0);
+  // Every size and alignment of the copy out of a bounce buffer.
+  const auto src = payload(inl, 8);
+  std::memcpy(bounce, src.data(), inl);
+  for (size_t n = 0; n <= inl; n += (n < 40 ? 1 : 13))
+    for (size_t a = 0; a < 17; a += 3) {
+      std::vector<unsigned char> out(inl + 32, 0xee);
+      mpixd_copy_from_bounce(out.data() + a, bounce, n);
+      EXPECT_EQ(0, std::memcmp(out.data() + a, src.data(), n)) << n << " at +" << a;
+      EXPECT_EQ(out[a + n], 0xee) << n << " at +" << a;
+      if (a) {
+        EXPECT_EQ(out[a - 1], 0xee) << n << " at +" << a;
+      }
+    }
+}
+
 // A long run's 32-bit counters wrap: start every ticket, credit, arrival,
 // release and posted-receive age just below 2^32 (ring entries hold the
 // sequence numbers the previous round left) and stream messages, inline,
