@@ -52,3 +52,22 @@ test_gpu_dev_p2p_LDFLAGS = -no-install
 test_gpu_dev_p2p_LINK = $(LIBTOOL) $(AM_V_lt) --tag=CXX --mode=link $(CXX) $(AM_CXXFLAGS) $(CXXFLAGS) \
 	$(test_gpu_dev_p2p_LDFLAGS) $(LDFLAGS) -o $@
 endif
+# `make gpu-bundle`: what the GPU machine runs (the GPU testlist's programs,
+# the GPU benchmarks, libmpix.so), built here and copied, stripped, to their
+# tree paths under .gpu-bundle/. Carried to the GPU machine, it spares
+# test/gpu/run.sh the build there (minutes of the device budget).
+if HAVE_CUDA
+MPIX_GPU_BUNDLE = $(MPIX_GPU_TESTS) test/mpi/p2p/region_batch test/mpi/p2p/region bench/bench_gpu_p2p \
+	bench/bench_stream bench/bench_jacobi bench/bench_gpu_copy bench/bench_gpu_match bench/bench_dev_p2p
+gpu-bundle: all $(MPIX_GPU_BUNDLE)
+	rm -rf .gpu-bundle
+	for p in $(MPIX_GPU_BUNDLE) src/.libs/libmpix.so.0; do \
+	  mkdir -p .gpu-bundle/$$(dirname $$p) && cp -L $$p .gpu-bundle/$$p && strip --strip-debug .gpu-bundle/$$p || exit 1; \
+	done
+	(cd $(top_srcdir) && git describe --always --dirty 2>/dev/null || echo unknown) >.gpu-bundle/source
+	@du -sh .gpu-bundle
+else
+gpu-bundle:
+	@echo "gpu-bundle: built without CUDA"; exit 1
+endif
+.PHONY: gpu-bundle

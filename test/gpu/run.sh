@@ -6,6 +6,11 @@
 #
 #   device run, carry: configure Makefile.in aclocal.m4 config.h.in build-aux config .gpu-debs
 #   command: bash test/gpu/run.sh [STAGE...]
+#
+# Or without building there: `make gpu-bundle` here (the GPU programs and
+# libmpix.so, built against the same Debian MPICH), and carry .gpu-bundle
+# and .gpu-debs only; the stages then run the bundled programs (the tests
+# and gpu-tests stages run the GPU testlist; bench-cpu is skipped).
 # Stages (default: tests): tests (build, make check, compute-sanitizer),
 # gpu-tests (the same with only the GPU testlist),
 # bench-cpu (matching engine and point-to-point benchmarks, native vs mpix,
@@ -21,8 +26,15 @@
 set -u
 stages=${*:-tests}
 has_stage() { [[ " $stages " == *" $1 "* ]]; }
-OUT=${OUT:-$PWD/gpu-out}
-mkdir -p "$OUT"
+# Logs are written to a scratch folder and packed into $OUT/gpu-run.tgz
+# every 15 s (the device tool brings back a few files only, and a call cut
+# off by its time limit keeps what was packed last).
+RESULT=${OUT:-$PWD/gpu-out}
+mkdir -p "$RESULT"
+OUT=$(mktemp -d /tmp/mpix-gpu-run.XXXXXX)
+pack() { tar czf "$RESULT/.gpu-run.tgz" -C "$OUT" . 2>/dev/null && mv -f "$RESULT/.gpu-run.tgz" "$RESULT/gpu-run.tgz"; }
+(while sleep 15; do pack; done) &
+packer=$!
 log() { echo "== $*"; }
 # Never NVLink multicast on shared machines (device README).
 export NCCL_NVLS_ENABLE=0 NVSHMEM_DISABLE_NVLS=1 TORCH_SYMM_MEM_DISABLE_MULTICAST=1
@@ -57,7 +69,7 @@ mps_stop() {
   [ $mps_on = 1 ] || return 0
   echo quit | nvidia-cuda-mps-control; mps_on=0; sleep 1
 }
-trap mps_stop EXIT
+trap 'mps_stop; kill $packer 2>/dev/null' EXIT
 # A test killed by its timeout while its kernels spin leaves the MPS server
 # refusing new clients ("CUDA-capable device(s) is/are busy or
 # unavailable"), which failed every later test of a run (seen 2026-11-23):
@@ -71,6 +83,14 @@ if pgrep -x nvidia-cuda-mps-control >/dev/null; then
   echo quit | timeout 20 nvidia-cuda-mps-control; sleep 1; nvidia-cuda-mps-control -d
 fi"
 
+prebuilt=0
+if [ -d .gpu-bundle ]; then
+  prebuilt=1
+  log "prebuilt programs from .gpu-bundle (source $(cat .gpu-bundle/source 2>/dev/null))"
+  (cd .gpu-bundle && tar cf - --exclude=./source .) | tar xf -
+  # The programs' run path names the development machine's build folder.
+  export LD_LIBRARY_PATH=$PWD/src/.libs:$LD_LIBRARY_PATH
+else
 log "configure + build"
 [ -x configure ] || ./autogen.sh
 gtest=--without-gtest
@@ -81,16 +101,30 @@ gtest=--without-gtest
   >"$OUT/configure.log" 2>&1 || { tail -n 30 "$OUT/configure.log"; exit 1; }
 tail -n 9 "$OUT/configure.log"
 make -j"$(nproc)" >"$OUT/build.log" 2>&1 || { tail -n 40 "$OUT/build.log"; exit 1; }
+fi
+# A testlist through make check, or (prebuilt) straight through the runner.
+run_testlist() {  # LOGDIR TESTLIST [make check arguments...]
+  local logdir=$1 list=$2; shift 2
+  if [ $prebuilt = 1 ]; then
+    MPIEXEC="$MPIEXEC" MPIX_TEST_LOGDIR="$logdir" test/runtests --testlist "$list"
+  else
+    MPIX_TEST_LOGDIR="$logdir" make check MPIX_TESTLISTS="$list" "$@"
+  fi
+}
 
 check_rc=0 san_fail=0
 if has_stage tests || has_stage gpu-tests; then
 log "make check"
 mps_start
 # gpu-tests: only the GPU testlist (the CPU tests run in CI).
-only_gpu=()
-has_stage tests || only_gpu=(MPIX_TESTLISTS=test/gpu/testlist MPIX_UNIT_TESTS=)
-MPIX_TEST_LOGDIR="$OUT/test-logs" make check "${only_gpu[@]}" 2>&1 | tee "$OUT/check.log" | grep -E '^(PASS|FAIL|SKIP)|passed'
-check_rc=${PIPESTATUS[0]}
+if has_stage tests && [ $prebuilt = 0 ]; then
+  MPIX_TEST_LOGDIR="$OUT/test-logs" make check 2>&1 | tee "$OUT/check.log" | grep --line-buffered -E '^(PASS|FAIL|SKIP)|passed'
+  check_rc=${PIPESTATUS[0]}
+else
+  run_testlist "$OUT/test-logs" test/gpu/testlist MPIX_UNIT_TESTS= 2>&1 | tee "$OUT/check.log" |
+    grep --line-buffered -E '^(PASS|FAIL|SKIP)|passed'
+  check_rc=${PIPESTATUS[0]}
+fi
 
 mps_stop
 log "compute-sanitizer (memcheck) over the GPU tests"
@@ -107,11 +141,12 @@ if command -v compute-sanitizer >/dev/null; then
 else
   echo "compute-sanitizer not found"
 fi
-(cd "$OUT" && tar czf test-logs.tgz test-logs && rm -rf test-logs)
 fi
 
 bench_fail=0
-if has_stage bench-cpu; then
+if has_stage bench-cpu && [ $prebuilt = 1 ]; then
+  log "bench-cpu: not in .gpu-bundle (build on the GPU machine to run it)"
+elif has_stage bench-cpu; then
   log "bench-cpu: matching engine"
   make bench/bench_match >/dev/null 2>&1
   timeout 150 bench/bench_match --csv "$OUT/bench_match.csv" >"$OUT/bench_match.txt" 2>&1 || bench_fail=1
@@ -174,18 +209,18 @@ if has_stage dev-tests; then
 log "device send/recv tests (dev_* of the GPU testlist) + memcheck/racecheck"
 grep -E '^dev_' test/gpu/testlist >test/gpu/testlist-dev
 mps_start
-MPIX_TEST_TIMEOUT=100 MPIX_TEST_LOGDIR="$OUT/dev-logs" make check MPIX_TESTLISTS=test/gpu/testlist-dev MPIX_UNIT_TESTS= 2>&1 |
-  tee "$OUT/dev-check.log" | grep -E '^(PASS|FAIL|SKIP)|passed'
+MPIX_TEST_TIMEOUT=100 run_testlist "$OUT/dev-logs" test/gpu/testlist-dev MPIX_UNIT_TESTS= 2>&1 |
+  tee "$OUT/dev-check.log" | grep --line-buffered -E '^(PASS|FAIL|SKIP)|passed'
 [ "${PIPESTATUS[0]}" = 0 ] || check_rc=1
 mps_stop  # compute-sanitizer does not support MPS clients
 for tool in memcheck racecheck; do
+  command -v compute-sanitizer >/dev/null || { echo "compute-sanitizer not found"; break; }
   if timeout 100 compute-sanitizer --tool $tool --error-exitcode 9 test/gpu/dev_p2p >"$OUT/sanitizer-dev-$tool.log" 2>&1; then
     echo "$tool clean: dev_p2p (1 rank)"
   else
     echo "$tool FAILED: dev_p2p"; tail -n 20 "$OUT/sanitizer-dev-$tool.log"; san_fail=1
   fi
 done
-(cd "$OUT" && tar czf dev-logs.tgz dev-logs && rm -rf dev-logs)
 fi
 if has_stage bench-dev; then
 log "benchmark: device-initiated MPIX_Send/MPIX_Recv (bench_dev_p2p)"
@@ -202,6 +237,6 @@ if has_stage scaling; then
   mps_stop  # one rank per GPU here
   bash bench/run_scaling.sh -o "$OUT/scaling" -e "$MPIEXEC" || bench_fail=1
 fi
-# The device tool brings back at most 8 files: everything goes into one archive.
-tar czf /tmp/gpu-run.tgz -C "$OUT" . && rm -rf "${OUT:?}"/* && mv /tmp/gpu-run.tgz "$OUT/"
+kill $packer 2>/dev/null
+pack
 [ "$check_rc" = 0 ] && [ $san_fail = 0 ] && [ $bench_fail = 0 ]
