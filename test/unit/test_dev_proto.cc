@@ -280,26 +280,44 @@ void stress(uint32_t channels, uint32_t slots, uint32_t posted) {
           [](std::mt19937 &rng) -> size_t { return rng() % 4 == 0 ? rng() % 2000 : rng() % 40; }});
 }
 
+// A proxy queue of rank 0 (of 2) in plain host memory, whose host side the
+// test plays by hand; bounce buffers of inline_bytes per entry (0: none).
+struct HandPlayedProxy {
+  std::vector<mpixd_pdesc> pq;
+  std::vector<mpixd_pcomp> pc;
+  std::vector<unsigned char> bounce_mem;
+  uint32_t tail = 0, credit = 0;
+  MPIX_Device_comm h{};
+  HandPlayedProxy(uint32_t slots, uint32_t inline_bytes)
+      : pq(slots), pc(slots), bounce_mem(size_t(slots) * inline_bytes + 16, 0) {
+    std::memset(pq.data(), 0, sizeof(mpixd_pdesc) * slots);
+    std::memset(pc.data(), 0, sizeof(mpixd_pcomp) * slots);
+    h.path = MPIXD_PATH_PROXY;
+    h.size = 2;
+    h.rank = 0;
+    h.tag_ub = 100;
+    h.pq_slots = slots;
+    h.pq = pq.data();
+    h.pc = pc.data();
+    h.pq_tail = &tail;
+    h.pq_credit = &credit;
+    h.pq_inline = inline_bytes;
+    unsigned char *b = bounce_mem.data();
+    h.pq_bounce = inline_bytes ? b + (16 - reinterpret_cast<uintptr_t>(b) % 16) % 16 : nullptr;
+  }
+  HandPlayedProxy(const HandPlayedProxy &) = delete;
+  HandPlayedProxy &operator=(const HandPlayedProxy &) = delete;
+};
+
 // The proxy path's device side against a hand-played host: descriptor
 // encoding (inline payload or address), sequence numbers, completion
 // records, release and credits, AGAIN on a full queue.
 TEST(DevProto, ProxyDescriptors) {
-  const uint32_t slots = 4;
-  std::vector<mpixd_pdesc> pq(slots);
-  std::vector<mpixd_pcomp> pc(slots);
-  uint32_t tail = 0, credit = 0;
-  std::memset(pq.data(), 0, sizeof(mpixd_pdesc) * slots);
-  std::memset(pc.data(), 0, sizeof(mpixd_pcomp) * slots);
-  MPIX_Device_comm h{};
-  h.path = MPIXD_PATH_PROXY;
-  h.size = 2;
-  h.rank = 0;
-  h.tag_ub = 100;
-  h.pq_slots = slots;
-  h.pq = pq.data();
-  h.pc = pc.data();
-  h.pq_tail = &tail;
-  h.pq_credit = &credit;
+  HandPlayedProxy q(4, 0);
+  auto &pq = q.pq;
+  auto &pc = q.pc;
+  uint32_t &tail = q.tail, &credit = q.credit;
+  MPIX_Device_comm &h = q.h;
   EXPECT_EQ(sizeof(mpixd_pdesc), 64u);
   EXPECT_EQ(sizeof(mpixd_pcomp), 64u);
   const auto small = payload(20, 1);
@@ -358,25 +376,12 @@ TEST(DevProto, ProxyDescriptors) {
 // (truncated to the buffer), into buffers at any alignment; larger ones
 // still go by address.
 TEST(DevProto, ProxyBounceBuffers) {
-  const uint32_t slots = 4, inl = 256;
-  std::vector<mpixd_pdesc> pq(slots);
-  std::vector<mpixd_pcomp> pc(slots);
-  std::vector<unsigned char> bounce_mem(slots * inl + 16, 0);
-  unsigned char *bounce = bounce_mem.data() + (16 - reinterpret_cast<uintptr_t>(bounce_mem.data()) % 16) % 16;
-  uint32_t tail = 0, credit = 0;
-  std::memset(pq.data(), 0, sizeof(mpixd_pdesc) * slots);
-  std::memset(pc.data(), 0, sizeof(mpixd_pcomp) * slots);
-  MPIX_Device_comm h{};
-  h.path = MPIXD_PATH_PROXY;
-  h.size = 2;
-  h.tag_ub = 100;
-  h.pq_slots = slots;
-  h.pq = pq.data();
-  h.pc = pc.data();
-  h.pq_tail = &tail;
-  h.pq_credit = &credit;
-  h.pq_inline = inl;
-  h.pq_bounce = bounce;
+  const uint32_t inl = 256;
+  HandPlayedProxy q(4, inl);
+  auto &pq = q.pq;
+  auto &pc = q.pc;
+  MPIX_Device_comm &h = q.h;
+  unsigned char *bounce = h.pq_bounce;
   const auto mid = payload(200, 4), big = payload(257, 5);
   std::vector<unsigned char> in(300, 0);
   MPIX_Device_request r[4] = {};
