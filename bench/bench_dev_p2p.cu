@@ -8,7 +8,11 @@
 //            against cudaMemcpy device-to-device (the copy ceiling here);
 //   putsig   the floor: a one-sided put+signal ping-pong by hand (NVSHMEM's
 //            put_signal + wait_until between GPUs of one node), with and
-//            without a system fence before the flag.
+//            without a system fence before the flag;
+//   call     what one thread's call costs when it has nothing to wait for:
+//            an 8 B MPIX_Send into a ring with room, an MPIX_Recv of a
+//            message already there (rank 0's ring to itself). Against the
+//            latency rows, the rest of a half round trip is noticing.
 // Two placements in one run: "ipc" = rank 0 <-> rank 1 through CUDA IPC
 // (two processes; when both sit on one GPU without MPS their kernels are
 // time-sliced, which this number then measures), and "self" = two groups of
@@ -78,6 +82,23 @@ __global__ void putsig_self(PutSig *a, PutSig *b, int iters, int warm, bool fenc
 __global__ void putsig_ipc(PutSig *mine, PutSig *theirs, bool initiator, int iters, int warm, bool fence,
                            unsigned long long *ns) {
   putsig_pingpong(mine, theirs, initiator, iters, warm, fence, ns);
+}
+
+// Per-call costs: batches of k sends to this rank's own ring (k <= slots,
+// so none waits for room), then k receives of them (all arrived).
+__global__ void call_costs(MPIX_Device_comm c, int k, int batches, unsigned long long *send_ns,
+                           unsigned long long *recv_ns) {
+  unsigned long long v = 0, ts = 0, tr = 0;
+  for (int b = 0; b < batches; ++b) {
+    const unsigned long long t0 = now_ns();
+    for (int i = 0; i < k; ++i) MPIX_Send(&v, 8, c.rank, 3, c);
+    const unsigned long long t1 = now_ns();
+    for (int i = 0; i < k; ++i) MPIX_Recv(&v, 8, c.rank, 3, c, nullptr);
+    ts += t1 - t0;
+    tr += now_ns() - t1;
+  }
+  *send_ns = ts;
+  *recv_ns = tr;
 }
 
 // Ping-pong: `initiator` sends first. With one kernel per side (ipc) every
@@ -298,6 +319,17 @@ int main(int argc, char **argv) {
     }
     if (peer_word != nullptr) CHECK_CUDA(cudaIpcCloseMemHandle(peer_word - 2));
     cudaFree(ps_mem);
+  }
+
+  // ---- per-call costs ----
+  if (g_rank == 0) {
+    const int k = hs.slots < 16 ? int(hs.slots) : 16, batches = 200;
+    t.reset();
+    call_costs<<<1, 1>>>(hs, k, batches, t.d, t.d + 1);
+    CHECK_CUDA(cudaDeviceSynchronize());
+    const auto v = t.get();
+    row("call/send", "self", 8, v[0] / 1e3 / (double(k) * batches), "us");
+    row("call/recv", "self", 8, v[1] / 1e3 / (double(k) * batches), "us");
   }
 
   // ---- latency ----
