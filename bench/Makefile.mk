@@ -19,7 +19,7 @@ bench_bench_pingpong_LDADD = $(MPIX_BENCH_MPI_LIBS) -lm
 bench_bench_unordered_region_SOURCES = bench/bench_unordered_region.c
 bench_bench_unordered_region_CFLAGS = $(MPIX_CFLAGS)
 bench_bench_unordered_region_LDADD = $(MPIX_BENCH_MPI_LIBS) -lm
-EXTRA_DIST += bench/README.md bench/run_p2p_benchmarks.sh bench/run_scaling.sh
+EXTRA_DIST += bench/README.md bench/run_p2p_benchmarks.sh bench/run_scaling.sh bench/bench_nvshmem.cu
 
 # bench_gpu_p2p: device-buffer ping-pong through mpix against native MPI with
 # cudaMemcpy staging and NCCL (loaded at run time), in one program.

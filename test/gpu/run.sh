@@ -231,6 +231,25 @@ if [ -x bench/bench_dev_p2p ]; then
     >"$OUT/bench_dev_p2p.txt" 2>&1 || { echo "bench_dev_p2p failed (exit $?)"; bench_fail=1; }
   cat "$OUT/bench_dev_p2p.txt"
 fi
+# The baseline in the same run: NVSHMEM's put+signal ping-pong (issue 6's
+# anchor), built here against the NVSHMEM this machine has.
+NVSHMEM_HOME=${NVSHMEM_HOME:-/opt/torch/.venv/lib/python3.12/site-packages/nvidia/nvshmem}
+nvshmem_host=$(ls "$NVSHMEM_HOME"/lib/libnvshmem_host.so* 2>/dev/null | head -n 1)
+if [ -f "$NVSHMEM_HOME/lib/libnvshmem_device.a" ] && [ -n "$nvshmem_host" ] && command -v nvcc >/dev/null; then
+  log "baseline: NVSHMEM put+signal ping-pong (bench/bench_nvshmem.cu, $NVSHMEM_HOME)"
+  if nvcc -rdc=true -arch=native -std=c++17 -O2 -I"$NVSHMEM_HOME/include" \
+      -isystem "$MP/usr/include/x86_64-linux-gnu/mpich" bench/bench_nvshmem.cu -o /tmp/bench_nvshmem \
+      -L"$NVSHMEM_HOME/lib" -lnvshmem_device -Xlinker "$nvshmem_host" -L"$MP/usr/lib/x86_64-linux-gnu" -lmpich \
+      >"$OUT/bench_nvshmem_build.log" 2>&1; then
+    LD_LIBRARY_PATH=$NVSHMEM_HOME/lib:$LD_LIBRARY_PATH timeout 120 "$MPIEXEC" -n 2 /tmp/bench_nvshmem \
+      "$OUT/bench_nvshmem.csv" >"$OUT/bench_nvshmem.txt" 2>&1 || echo "bench_nvshmem failed (exit $?)"
+    cat "$OUT/bench_nvshmem.txt"
+  else
+    echo "bench_nvshmem: build failed (see bench_nvshmem_build.log)"; tail -n 5 "$OUT/bench_nvshmem_build.log"
+  fi
+else
+  echo "NVSHMEM not found under $NVSHMEM_HOME: no NVSHMEM baseline"
+fi
 fi
 if has_stage scaling; then
   log "scaling (issue 8): all GPU pairs, Jacobi weak scaling, device ping-pong, 8-rank regions"
