@@ -63,10 +63,12 @@ mps_start() {
   [ "$(nvidia-smi -L 2>/dev/null | wc -l)" = 1 ] || [ "${MPIX_RUN_MPS:-auto}" = 1 ] || return
   command -v nvidia-cuda-mps-control >/dev/null || { echo "(no nvidia-cuda-mps-control: ranks time-slice the GPU)"; return; }
   mkdir -p "$CUDA_MPS_PIPE_DIRECTORY" "$CUDA_MPS_LOG_DIRECTORY"
-  nvidia-cuda-mps-control -d && mps_on=1 && echo "(MPS started: ranks share the one GPU's context)"
+  nvidia-cuda-mps-control -d && mps_on=1 && touch "$CUDA_MPS_PIPE_DIRECTORY/mpix-started" &&
+    echo "(MPS started: ranks share the one GPU's context)"
 }
 mps_stop() {
   [ $mps_on = 1 ] || return 0
+  rm -f "$CUDA_MPS_PIPE_DIRECTORY/mpix-started"
   echo quit | nvidia-cuda-mps-control; mps_on=0; sleep 1
 }
 trap 'mps_stop; kill $packer 2>/dev/null' EXIT
@@ -74,12 +76,14 @@ trap 'mps_stop; kill $packer 2>/dev/null' EXIT
 # refusing new clients ("CUDA-capable device(s) is/are busy or
 # unavailable"), which failed every later test of a run (seen 2026-11-23):
 # after a failed test, test/runtests kills what is left of it and restarts
-# the server (if one runs). Processes are matched by exact name (the GPU
-# testlist's programs), never by command line: runtests' own mentions
-# test/gpu/.
+# the server (if this script started one: a marker file says so, as
+# `pgrep -x nvidia-cuda-mps-control` never matches, process names being cut
+# to 15 characters; that check made the restart a no-op in the runs of
+# 2026-11-23). Processes are matched by exact name (the GPU testlist's
+# programs), never by command line: runtests' own mentions test/gpu/.
 gpu_progs=$(sed -n 's/^\([^# ][^ ]*\) .*/\1/p' test/gpu/testlist | xargs -n1 basename | sort -u | paste -sd'|')
 export MPIX_TEST_AFTER_FAIL="pkill -9 -x '$gpu_progs'; sleep 1
-if pgrep -x nvidia-cuda-mps-control >/dev/null; then
+if [ -e \"\$CUDA_MPS_PIPE_DIRECTORY/mpix-started\" ]; then
   echo quit | timeout 20 nvidia-cuda-mps-control; sleep 1; nvidia-cuda-mps-control -d
 fi"
 
