@@ -2,8 +2,8 @@
 //   latency  MPIX_Send/MPIX_Recv ping-pong, 8 B .. 16 MiB (one thread up to
 //            1 KiB, MPIX_Send_block/MPIX_Recv_block of 512 threads above),
 //            half round trip timed on the GPU (%globaltimer);
-//   rate     every SM sending 8 B messages (tag per thread: different tags
-//            spread over the channels), each matched by a receiving thread;
+//   rate     every SM sending 8 B messages (a tag per thread), each matched
+//            by a receiving thread in the receiver's message table;
 //   bw16     16 MiB split over block pairs (one tag each), block variants,
 //            against cudaMemcpy device-to-device (the copy ceiling here);
 //   putsig   the floor: a one-sided put+signal ping-pong by hand (NVSHMEM's
@@ -270,8 +270,9 @@ int main(int argc, char **argv) {
   CHECK_CUDA(cudaMalloc(&bad, sizeof(unsigned)));
   CHECK_CUDA(cudaMemset(bad, 0, sizeof(unsigned)));
   if (g_rank == 0)
-    std::printf("# %d SMs; ring %u x %u B, %u channels\n%-10s %-5s %10s %12s unit\n", sms, hw.slots, hw.slot_bytes,
-                hw.channels, "test", "path", "bytes", "value");
+    std::printf("# %d SMs; table %u x %u per source, %u keys; rings %u x %u x %u B\n%-10s %-5s %10s %12s unit\n", sms,
+                hw.buckets, MPIXD_WAYS, hw.keys, hw.channels, hw.slots, hw.slot_bytes, "test", "path", "bytes",
+                "value");
   const int ipc_iters = std::getenv("BENCH_DEV_IPC_ITERS") ? std::atoi(std::getenv("BENCH_DEV_IPC_ITERS")) : 50;
 
   // ---- floor: one-sided put+signal by hand ----

@@ -59,7 +59,7 @@ else
     run "jacobi-$r" "$mpiexec" -n $r "$here/bench_jacobi" -s 1024,4096
   done
   for ((j = 1; j < ngpu; j++)); do
-    CUDA_VISIBLE_DEVICES=0,$j MPIX_DEVICE_CHANNELS=1024 run "dev-0-$j" "$mpiexec" -n 2 "$here/bench_dev_p2p" \
+    CUDA_VISIBLE_DEVICES=0,$j MPIX_DEVICE_CHANNELS=128 run "dev-0-$j" "$mpiexec" -n 2 "$here/bench_dev_p2p" \
       "$out/dev-0-$j.csv"
   done
 fi

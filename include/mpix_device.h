@@ -10,16 +10,18 @@
  * Device calls return an int status (MPIX_DEVICE_* in mpix_device/proto.h):
  *   MPIX_DEVICE_SUCCESS  0   done / started
  *   MPIX_DEVICE_PENDING  1   MPIX_Test: not complete yet
- *   MPIX_DEVICE_AGAIN    2   ring full / no free receive slot / queue held
- *                            by another thread: nothing was done, retry
+ *   MPIX_DEVICE_AGAIN    2   proxy path: descriptor queue full, nothing
+ *                            was done, retry
  *   MPIX_DEVICE_ERR_RANK -1  peer outside [0, size) (no MPI_ANY_SOURCE)
  *   MPIX_DEVICE_ERR_TAG  -2  tag outside [0, MPI_TAG_UB] (no MPI_ANY_TAG)
  *   MPIX_DEVICE_ERR_ARG  -3  null request, null buffer with bytes > 0,
  *                            uninitialised handle, message >= 4 GiB
  *   MPIX_DEVICE_ERR_TRUNCATE -4 message longer than the receive buffer
  *   MPIX_DEVICE_ERR_REQUEST  -5 MPIX_Test/MPIX_Wait on an inactive request
+ *   MPIX_DEVICE_ERR_KEYS -6  more (peer, tag) pairs than MPIX_DEVICE_KEYS
  * Two paths (mpix_device(7)): ranks on one node talk through CUDA-IPC
- * mailboxes with no CPU involved; elsewhere, or with
+ * mailboxes with no CPU involved, matched by hash tables without locks;
+ * elsewhere, or with
  * MPIX_DEVICE_PATH=proxy, descriptors go to the progress thread, which
  * runs them through MPI on the communicator, so host MPI_Send/MPI_Recv on it
  * interoperate with device calls (proxy path only).

@@ -2,8 +2,7 @@
 // (include/mpix_device.h). What a handle owns (IPC mailboxes, or the proxy
 // queue) hangs on the communicator as an attribute, so MPI_Comm_free (or
 // MPI_Finalize) releases it.
-#include <cstdlib>
-#include <cstring>
+#include <cstdint>
 #include <memory>
 #include <vector>
 
@@ -49,18 +48,6 @@ int delete_devcomm(MPI_Comm, int, void *attr, void *) {
   return MPI_SUCCESS;
 }
 
-// Power of two in [lo, hi] from the environment, or def.
-unsigned env_pow2(const char *name, unsigned def, unsigned lo, unsigned hi) {
-  const char *v = std::getenv(name);
-  if (v == nullptr || *v == '\0') return def;
-  unsigned long x = std::strtoul(v, nullptr, 0);
-  if (x < lo) x = lo;
-  if (x > hi) x = hi;
-  unsigned p = 1;
-  while (p * 2 <= x) p *= 2;
-  return p;
-}
-
 Err status_error(device::DevStatus s) {
   switch (s) {
     case device::DevStatus::kOk: return Err::kCount;
@@ -104,15 +91,18 @@ int MPIX_Comm_device_handle(MPI_Comm comm, MPIX_Device_comm *handle) {
   MPIX_Device_comm h{};
   PMPI_Comm_rank(comm, &h.rank);
   PMPI_Comm_size(comm, &h.size);
-  // Sizes from the environment, agreed on (the layouts must be identical).
-  unsigned cfg[4] = {env_pow2("MPIX_DEVICE_CHANNELS", 32, 1, 1024), env_pow2("MPIX_DEVICE_RING", 64, 1, 1u << 16),
-                     env_pow2("MPIX_DEVICE_SLOT_BYTES", 16384, 256, 1u << 24),
-                     env_pow2("MPIX_DEVICE_POSTED", 32, 1, 4096)};
-  PMPI_Allreduce(MPI_IN_PLACE, cfg, 4, MPI_UNSIGNED, MPI_MAX, comm);
-  h.channels = cfg[0];
-  h.slots = cfg[1];
-  h.slot_bytes = cfg[2];
-  h.posted = cfg[3];
+  // Sizes from the environment (src/config.cc), agreed on: the layouts
+  // must be identical.
+  const Config &cfg = runtime().config;
+  unsigned sizes[5] = {static_cast<unsigned>(cfg.device_channels), static_cast<unsigned>(cfg.device_ring),
+                       static_cast<unsigned>(cfg.device_slot_bytes), static_cast<unsigned>(cfg.device_table),
+                       static_cast<unsigned>(cfg.device_keys)};
+  PMPI_Allreduce(MPI_IN_PLACE, sizes, 5, MPI_UNSIGNED, MPI_MAX, comm);
+  h.channels = sizes[0];
+  h.slots = sizes[1];
+  h.slot_bytes = sizes[2];
+  h.buckets = sizes[3];
+  h.keys = sizes[4];
   int *tag_ub = nullptr;
   int has_ub = 0;
   PMPI_Comm_get_attr(MPI_COMM_WORLD, MPI_TAG_UB, &tag_ub, &has_ub);
@@ -125,8 +115,7 @@ int MPIX_Comm_device_handle(MPI_Comm comm, MPIX_Device_comm *handle) {
   int node_size = 0;
   PMPI_Comm_size(node, &node_size);
   PMPI_Comm_free(&node);
-  const char *path = std::getenv("MPIX_DEVICE_PATH");
-  int proxy = node_size != h.size || (path != nullptr && std::strcmp(path, "proxy") == 0);
+  int proxy = node_size != h.size || cfg.device_proxy;
   PMPI_Allreduce(MPI_IN_PLACE, &proxy, 1, MPI_INT, MPI_MAX, comm);
 
   if (proxy && runtime().thread_underlying != MPI_THREAD_MULTIPLE)
@@ -136,10 +125,9 @@ int MPIX_Comm_device_handle(MPI_Comm comm, MPIX_Device_comm *handle) {
   PMPI_Comm_split(comm, 0, h.rank, &owner->sync);
   if (proxy) {
     h.path = MPIXD_PATH_PROXY;
-    const char *hostmem = std::getenv("MPIX_DEVICE_PROXY_HOSTMEM");
-    owner->proxy = devproxy::ProxyQueue::create(comm, &h, env_pow2("MPIX_DEVICE_PROXY_QUEUE", 4096, 2, 1u << 20),
-                                                env_pow2("MPIX_DEVICE_PROXY_INLINE", 256, MPIXD_INLINE, 1u << 16),
-                                                hostmem != nullptr && std::strcmp(hostmem, "1") == 0);
+    owner->proxy = devproxy::ProxyQueue::create(comm, &h, static_cast<std::uint32_t>(cfg.device_proxy_queue),
+                                                static_cast<std::uint32_t>(cfg.device_proxy_inline),
+                                                cfg.device_proxy_hostmem);
     const int worst = agree(comm, owner->proxy ? Err::kCount : Err::kDeviceSetup);
     if (worst >= 0) return raise_error(comm, static_cast<Err>(worst), __func__);
   } else {

@@ -46,6 +46,27 @@ const ConfigVar kVars[] = {
     {"MPIX_GPU_MATCH_THRESHOLD", "131072",
      "entries (arrivals + receives) from which an unordered region's batch is matched on the GPU instead of the "
      "CPU (measured crossover on an H200: bench/RESULTS.md); 0: never on the GPU"},
+    {"MPIX_DEVICE_PATH", "auto",
+     "device-callable send/recv: auto: GPU to GPU through CUDA-IPC mailboxes when every rank of the "
+     "communicator is on this node, else the proxy path; proxy: always through the progress thread and MPI "
+     "(host MPI calls then match device calls)"},
+    {"MPIX_DEVICE_TABLE", "8192",
+     "device send/recv: message-table buckets per source (8 messages each) in the receiver's GPU memory; a "
+     "full table makes sends wait"},
+    {"MPIX_DEVICE_KEYS", "65536",
+     "device send/recv: distinct (peer, tag) pairs a device handle can number on each side; beyond them "
+     "calls return MPIX_DEVICE_ERR_KEYS (not used on overtaking communicators)"},
+    {"MPIX_DEVICE_CHANNELS", "32",
+     "device send/recv: payload rings per source (a tag's messages above 32 bytes use ring hash(tag))"},
+    {"MPIX_DEVICE_RING", "64", "device send/recv: staging blocks per payload ring"},
+    {"MPIX_DEVICE_SLOT_BYTES", "16384", "device send/recv: bytes per staging block (a multiple of 256)"},
+    {"MPIX_DEVICE_PROXY_QUEUE", "4096",
+     "device send/recv, proxy path: descriptors in the queue to the progress thread; size it above the receives "
+     "a rank keeps outstanding"},
+    {"MPIX_DEVICE_PROXY_INLINE", "256",
+     "device send/recv, proxy path: messages up to this many bytes go through a bounce buffer per descriptor"},
+    {"MPIX_DEVICE_PROXY_HOSTMEM", "0",
+     "1: the proxy queue in plain host memory (host threads post: tests without a GPU)"},
 };
 
 template <class T>
@@ -63,6 +84,46 @@ void append(char *buf, int len, const char *name, const char *value, const char 
   if (static_cast<int>(used) + 1 >= len) return;
   std::snprintf(buf + used, static_cast<size_t>(len) - used, "%s=\"%s\" is invalid (expected %s)\n", name,
                 value, expect);
+}
+
+// A power of two in [lo, hi] (a value in range is rounded down to one).
+void read_pow2(const char *name, long lo, long hi, long *out, char *errors, int errors_len) {
+  const char *v = std::getenv(name);
+  if (v == nullptr) return;
+  long x = 0;
+  if (!parse_int(v, lo, hi, &x)) {
+    char expect[64];
+    std::snprintf(expect, sizeof expect, "%ld .. %ld", lo, hi);
+    append(errors, errors_len, name, v, expect);
+    return;
+  }
+  long p = 1;
+  while (p * 2 <= x) p *= 2;
+  *out = p;
+}
+
+void read_flag(const char *name, const char *off, const char *on, bool *out, char *errors, int errors_len) {
+  const char *v = std::getenv(name);
+  if (v == nullptr) return;
+  if (std::strcmp(v, on) == 0) *out = true;
+  else if (std::strcmp(v, off) == 0) *out = false;
+  else {
+    char expect[64];
+    std::snprintf(expect, sizeof expect, "%s or %s", off, on);
+    append(errors, errors_len, name, v, expect);
+  }
+}
+
+void read_device(Config &c, char *errors, int errors_len) {
+  read_flag("MPIX_DEVICE_PATH", "auto", "proxy", &c.device_proxy, errors, errors_len);
+  read_pow2("MPIX_DEVICE_TABLE", 1, 1L << 22, &c.device_table, errors, errors_len);
+  read_pow2("MPIX_DEVICE_KEYS", 1, 1L << 26, &c.device_keys, errors, errors_len);
+  read_pow2("MPIX_DEVICE_CHANNELS", 1, 1024, &c.device_channels, errors, errors_len);
+  read_pow2("MPIX_DEVICE_RING", 1, 1L << 16, &c.device_ring, errors, errors_len);
+  read_pow2("MPIX_DEVICE_SLOT_BYTES", 256, 1L << 24, &c.device_slot_bytes, errors, errors_len);
+  read_pow2("MPIX_DEVICE_PROXY_QUEUE", 2, 1L << 20, &c.device_proxy_queue, errors, errors_len);
+  read_pow2("MPIX_DEVICE_PROXY_INLINE", 32, 1L << 16, &c.device_proxy_inline, errors, errors_len);
+  read_flag("MPIX_DEVICE_PROXY_HOSTMEM", "0", "1", &c.device_proxy_hostmem, errors, errors_len);
 }
 
 }  // namespace
@@ -129,6 +190,7 @@ Config config_from_env(char *errors, int errors_len) {
     if (!parse_int(v, 0, 1L << 32, &c.gpu_match_threshold))
       append(errors, errors_len, "MPIX_GPU_MATCH_THRESHOLD", v, "0 .. 2^32");
   }
+  read_device(c, errors, errors_len);
   return c;
 }
 

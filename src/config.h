@@ -22,6 +22,17 @@ struct Config {
   int gpu_pipeline = 4;            // MPIX_GPU_PIPELINE
   long gpu_ipc_cache = 256;        // MPIX_GPU_IPC_CACHE
   long gpu_match_threshold = 131072;  // MPIX_GPU_MATCH_THRESHOLD
+  // Device-callable send/recv (MPIX_Comm_device_handle); counts are powers
+  // of two (others are rounded down).
+  bool device_proxy = false;        // MPIX_DEVICE_PATH
+  long device_table = 8192;         // MPIX_DEVICE_TABLE
+  long device_keys = 65536;         // MPIX_DEVICE_KEYS
+  long device_channels = 32;        // MPIX_DEVICE_CHANNELS
+  long device_ring = 64;            // MPIX_DEVICE_RING
+  long device_slot_bytes = 16384;   // MPIX_DEVICE_SLOT_BYTES
+  long device_proxy_queue = 4096;   // MPIX_DEVICE_PROXY_QUEUE
+  long device_proxy_inline = 256;   // MPIX_DEVICE_PROXY_INLINE
+  bool device_proxy_hostmem = false;  // MPIX_DEVICE_PROXY_HOSTMEM
 };
 
 struct ConfigVar {

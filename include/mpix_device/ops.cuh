@@ -6,8 +6,6 @@
 #ifndef MPIX_DEVICE_OPS_CUH
 #define MPIX_DEVICE_OPS_CUH
 
-#include <cooperative_groups.h>
-
 #include "proto.h"
 
 /* Wait-loop backoff ceilings (ns): short on the IPC path, where the wait is
@@ -20,50 +18,59 @@ __device__ __forceinline__ unsigned mpixd_backoff_max(const MPIX_Device_comm &co
   return comm.path == MPIXD_PATH_PROXY ? MPIXD_BACKOFF_PROXY_NS : MPIXD_BACKOFF_IPC_NS;
 }
 
+/* mpixd_take_seq for the lanes of a warp that call it together: lanes with
+ * the same (peer, tag) take consecutive numbers, in lane order, with one
+ * atomic (papers/000 Algorithm 1: one atomic per group of lanes, each lane
+ * takes its rank in the group). */
+__device__ __forceinline__ int mpixd_take_seq_warp(const MPIX_Device_comm &comm, bool send, int peer, int tag,
+                                                    uint32_t *seq) {
+  const uint64_t key = mpixd_key(peer, tag);
+  const unsigned group = __match_any_sync(__activemask(), key);
+  unsigned lane, lower;
+  asm("mov.u32 %0, %%laneid;" : "=r"(lane));
+  asm("mov.u32 %0, %%lanemask_lt;" : "=r"(lower));
+  const unsigned leader = __ffs(group) - 1;
+  uint32_t base = 0;
+  int rc = MPIX_DEVICE_SUCCESS;
+  if (lane == leader) rc = mpixd_take_seq(&comm, send, peer, tag, __popc(group), &base);
+  rc = __shfl_sync(group, rc, leader);
+  base = __shfl_sync(group, base, leader);
+  *seq = base + __popc(group & lower);
+  return rc;
+}
+
 /* Nonblocking send of `bytes` bytes to `peer` with `tag`. Returns
  * MPIX_DEVICE_SUCCESS with *req active (complete it with MPIX_Test or
- * MPIX_Wait), MPIX_DEVICE_AGAIN when the ring to the peer is full (nothing
- * was sent; retry), or an error code. A message that fits the ring is
- * written before the call returns. Single-slot sends of the lanes of a warp
- * that target the same queue claim their slots with one atomic. */
+ * MPIX_Wait), or an error code with nothing sent. A message the receiver's
+ * table (and ring) have room for is written before the call returns; else
+ * it goes out while MPIX_Test/MPIX_Wait is called on it. Proxy path:
+ * MPIX_DEVICE_AGAIN when its queue is full (nothing was sent; retry). */
 __device__ inline int MPIX_Isend(const void *buf, size_t bytes, int peer, int tag, MPIX_Device_comm comm,
                                  MPIX_Device_request *req) {
   const int rc = mpixd_check(&comm, buf, bytes, peer, tag, req);
   if (rc != MPIX_DEVICE_SUCCESS) return rc;
-  if (comm.path == MPIXD_PATH_PROXY || mpixd_nslots(&comm, bytes) > 1)
-    return mpixd_isend(&comm, buf, bytes, peer, tag, req);
-  namespace cg = cooperative_groups;
-  mpixd_send_init(&comm, req, buf, bytes, peer, tag);
-  mpixd_schan *sc = mpixd_schan_of(&comm, comm.local, peer, req->chan);
-  cg::coalesced_group active = cg::coalesced_threads();
-  cg::coalesced_group same = cg::labeled_partition(active, (int)((unsigned)peer * comm.channels + req->chan));
-  uint32_t ticket = 0;
-  int ok = 0;
-  if (same.thread_rank() == 0)
-    ok = mpixd_claim_room(&comm, sc, same.size(), &ticket) == MPIX_DEVICE_SUCCESS;
-  ok = same.shfl(ok, 0);
-  ticket = same.shfl(ticket, 0) + same.thread_rank();
-  /* Not room for the whole group: each lane on its own (a ring smaller
-   * than a warp must still make progress). */
-  if (!ok && mpixd_claim_room(&comm, sc, 1, &ticket) != MPIX_DEVICE_SUCCESS) {
-    req->state = MPIXD_INACTIVE;
-    return MPIX_DEVICE_AGAIN;
-  }
-  req->ticket = ticket;
-  mpixd_put_chunk(&comm, peer, req->chan, ticket, 0, 1, tag, buf, bytes, 0, 1);
-  mpixd_publish(&comm, peer, req->chan, ticket);
-  req->next = 1;
-  req->state = MPIXD_DONE;
-  req->status = MPIX_DEVICE_SUCCESS;
+  if (comm.path == MPIXD_PATH_PROXY) return mpixd_isend(&comm, buf, bytes, peer, tag, req);
+  uint32_t seq;
+  const int st = mpixd_take_seq_warp(comm, true, peer, tag, &seq);
+  if (st != MPIX_DEVICE_SUCCESS) return st;
+  mpixd_send_start(&comm, req, buf, bytes, peer, tag, seq);
   return MPIX_DEVICE_SUCCESS;
 }
 
 /* Nonblocking receive of at most `bytes` bytes from `peer` with `tag` (no
- * wildcards). MPIX_DEVICE_AGAIN, with nothing done, when the channel's
- * posted-receive table is full or another thread holds the channel (retry). */
+ * wildcards). Receives of one (peer, tag) match its messages in the order
+ * of their MPIX_Irecv calls (lanes of a warp calling together: in lane
+ * order). Proxy path: MPIX_DEVICE_AGAIN when its queue is full. */
 __device__ inline int MPIX_Irecv(void *buf, size_t bytes, int peer, int tag, MPIX_Device_comm comm,
                                  MPIX_Device_request *req) {
-  return mpixd_irecv(&comm, buf, bytes, peer, tag, req);
+  const int rc = mpixd_check(&comm, buf, bytes, peer, tag, req);
+  if (rc != MPIX_DEVICE_SUCCESS) return rc;
+  if (comm.path == MPIXD_PATH_PROXY) return mpixd_irecv(&comm, buf, bytes, peer, tag, req);
+  uint32_t seq;
+  const int st = mpixd_take_seq_warp(comm, false, peer, tag, &seq);
+  if (st != MPIX_DEVICE_SUCCESS) return st;
+  mpixd_recv_start(req, buf, bytes, peer, tag, seq);
+  return MPIX_DEVICE_SUCCESS;
 }
 
 /* MPIX_DEVICE_PENDING while not complete; then the request's final status
@@ -77,7 +84,7 @@ __device__ inline int MPIX_Wait(MPIX_Device_request *req, MPIX_Device_comm comm)
   return rc;
 }
 
-/* Blocking: spin while the ring is full, then until complete. */
+/* Blocking: returns once the message is out of the buffer. */
 __device__ inline int MPIX_Send(const void *buf, size_t bytes, int peer, int tag, MPIX_Device_comm comm) {
   MPIX_Device_request req;
   int rc;
@@ -103,47 +110,82 @@ __device__ inline int MPIX_Recv(void *buf, size_t bytes, int peer, int tag, MPIX
 /* ---- block-cooperative variants: every thread of the block calls with
  * the same arguments; thread 0 runs the protocol, all threads copy. ---- */
 
+/* Chunks moved per round of the block variants: one barrier pair and one
+ * fence per round instead of per chunk. */
+#define MPIXD_BLOCK_BATCH 8u
+
+__device__ __forceinline__ unsigned mpixd_block_lane() {
+  return threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
+}
+
 __device__ inline int MPIX_Send_block(const void *buf, size_t bytes, int peer, int tag, MPIX_Device_comm comm) {
   __shared__ int s_rc;
-  __shared__ uint32_t s_ticket;
-  const unsigned lane = threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
+  __shared__ uint32_t s_k;
+  __shared__ MPIX_Device_request s_req;
+  const unsigned lane = mpixd_block_lane();
   const unsigned lanes = blockDim.x * blockDim.y * blockDim.z;
+  /* The block's writes to buf before the call are done before anyone
+   * reads it (lane 0 for an inline message, the host on the proxy path:
+   * lane 0's release orders them, through this barrier). */
+  __syncthreads();
   if (comm.path == MPIXD_PATH_PROXY) {  // the host moves the data: one thread posts
-    /* The block's writes to buf before the call must be done before lane 0
-     * posts it: the host's copy reads buf, and lane 0's system fence orders
-     * them (through this barrier) before the descriptor. (The IPC path
-     * below has a barrier before any lane reads buf.) */
-    __syncthreads();
     if (lane == 0) s_rc = MPIX_Send(buf, bytes, peer, tag, comm);
     __syncthreads();
     const int rc = s_rc;
     __syncthreads();
     return rc;
   }
-  const uint32_t c = mpixd_channel(&comm, tag);
-  const uint32_t n = mpixd_nslots(&comm, bytes);
-  mpixd_schan *sc = mpixd_schan_of(&comm, comm.local, peer, c);
   if (lane == 0) {
-    MPIX_Device_request dummy;
-    s_rc = mpixd_check(&comm, buf, bytes, peer, tag, &dummy);
-    if (s_rc == MPIX_DEVICE_SUCCESS) s_ticket = mpixd_fetch_add(&sc->tail, n);
+    s_rc = mpixd_check(&comm, buf, bytes, peer, tag, &s_req);
+    uint32_t seq = 0;
+    if (s_rc == MPIX_DEVICE_SUCCESS) s_rc = mpixd_take_seq(&comm, true, peer, tag, 1, &seq);
+    if (s_rc == MPIX_DEVICE_SUCCESS) {
+      /* Tickets and the table entry (the entry can go before the chunks:
+       * the receiver waits for each chunk's own sequence word). */
+      MPIX_Device_request *r = &s_req;
+      r->peer = peer;
+      r->tag = tag;
+      r->buf = (void *)buf;
+      r->bytes = bytes;
+      r->chan = mpixd_channel(&comm, tag);
+      r->nslots = mpixd_nslots(&comm, bytes);
+      r->seq = seq;
+      r->next = 0;
+      r->flags = 0;
+      mpixd_schan *sc = mpixd_schan_of(&comm, comm.local, peer, r->chan);
+      if (r->nslots > 0) r->ticket = mpixd_fetch_add(&sc->tail, r->nslots);
+      uint32_t slot;
+      unsigned ns = MPIXD_BACKOFF_MIN_NS;
+      while (!mpixd_claim_way(&comm, peer, tag, seq, &slot)) mpixd_backoff(&ns, MPIXD_BACKOFF_IPC_NS);
+      mpixd_post_entry(&comm, peer, slot, tag, seq, (uint32_t)bytes, r->chan, r->ticket, r->nslots, buf);
+    }
   }
   __syncthreads();
   const int rc = s_rc;
   if (rc != MPIX_DEVICE_SUCCESS) {
-    /* Every lane must have read s_rc before lane 0 can enter the next
-     * call and overwrite it. */
-    __syncthreads();
+    __syncthreads();  // every lane read s_rc before a next call rewrites it
     return rc;
   }
-  for (uint32_t j = 0; j < n; ++j) {
+  const uint32_t n = s_req.nslots;
+  for (uint32_t next = 0; next < n;) {
     if (lane == 0) {
-      while (!mpixd_room_for(&comm, sc, s_ticket + j)) mpixd_pause();
+      mpixd_schan *sc = mpixd_schan_of(&comm, comm.local, peer, s_req.chan);
+      const uint32_t want = n - next < MPIXD_BLOCK_BATCH ? n - next : MPIXD_BLOCK_BATCH;
+      uint32_t k;
+      unsigned ns = MPIXD_BACKOFF_MIN_NS;
+      while ((k = mpixd_room(&comm, sc, s_req.ticket + next, want)) == 0) mpixd_backoff(&ns, MPIXD_BACKOFF_IPC_NS);
+      s_k = k;
     }
     __syncthreads();
-    mpixd_put_chunk(&comm, peer, c, s_ticket, j, n, tag, buf, bytes, lane, lanes);
+    const uint32_t k = s_k;
+    for (uint32_t j = next; j < next + k; ++j)
+      mpixd_put_chunk(&comm, peer, s_req.chan, s_req.ticket, j, buf, bytes, lane, lanes);
+    /* Every lane's chunk writes before lane 0's sequence words. */
+    __threadfence_system();
     __syncthreads();
-    if (lane == 0) mpixd_publish(&comm, peer, c, s_ticket + j);
+    if (lane == 0)
+      for (uint32_t j = next; j < next + k; ++j) mpixd_publish_chunk(&comm, peer, s_req.chan, s_req.ticket + j);
+    next += k;
   }
   __syncthreads();
   return MPIX_DEVICE_SUCCESS;
@@ -152,12 +194,13 @@ __device__ inline int MPIX_Send_block(const void *buf, size_t bytes, int peer, i
 __device__ inline int MPIX_Recv_block(void *buf, size_t bytes, int peer, int tag, MPIX_Device_comm comm,
                                       size_t *received) {
   __shared__ int s_rc;
+  __shared__ uint32_t s_k;
   __shared__ size_t s_got;
   __shared__ MPIX_Device_request s_req;
-  const unsigned lane = threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
+  const unsigned lane = mpixd_block_lane();
   const unsigned lanes = blockDim.x * blockDim.y * blockDim.z;
-  /* Lanes may still be reading buf (lane 0 writes an inline message into it
-   * alone, under the queue lock). */
+  /* Lanes may still be reading buf (lane 0 writes an inline message into
+   * it alone). */
   __syncthreads();
   if (comm.path == MPIXD_PATH_PROXY) {
     if (lane == 0) s_rc = MPIX_Recv(buf, bytes, peer, tag, comm, &s_got);
@@ -169,9 +212,10 @@ __device__ inline int MPIX_Recv_block(void *buf, size_t bytes, int peer, int tag
     return rc;
   }
   if (lane == 0) {
-    while ((s_rc = mpixd_irecv(&comm, buf, bytes, peer, tag, &s_req)) == MPIX_DEVICE_AGAIN) mpixd_pause();
-    if (s_rc == MPIX_DEVICE_SUCCESS && s_req.state == MPIXD_RECV_POSTED)
-      while (!mpixd_recv_bind(&comm, &s_req)) mpixd_pause();
+    s_rc = mpixd_irecv(&comm, buf, bytes, peer, tag, &s_req);
+    unsigned ns = MPIXD_BACKOFF_MIN_NS;
+    if (s_rc == MPIX_DEVICE_SUCCESS)
+      while (!mpixd_recv_match(&comm, &s_req)) mpixd_backoff(&ns, MPIXD_BACKOFF_IPC_NS);
   }
   __syncthreads();
   if (s_rc != MPIX_DEVICE_SUCCESS) {
@@ -179,19 +223,31 @@ __device__ inline int MPIX_Recv_block(void *buf, size_t bytes, int peer, int tag
     __syncthreads();  // all lanes read s_rc before a next call rewrites it
     return rc;
   }
-  if (s_req.state == MPIXD_RECV_BOUND) {
-    for (uint32_t j = 0; j < s_req.nslots; ++j) {
-      const uint32_t pos = s_req.ticket + j;
-      if (lane == 0)
-        while (!mpixd_arrived(&comm, s_req.peer, s_req.chan, pos)) mpixd_pause();
-      __syncthreads();
-      /* Every lane reads the chunk: acquire its arrival for this lane too. */
-      (void)mpixd_arrived(&comm, s_req.peer, s_req.chan, pos);
-      mpixd_get_chunk(&comm, &s_req, j, lane, lanes);
-      __syncthreads();
-      if (lane == 0)
-        while (!mpixd_try_consume(&comm, s_req.peer, s_req.chan, pos)) mpixd_pause();
+  const uint32_t n = s_req.state == MPIXD_RECV_BOUND ? s_req.nslots : 0;
+  for (uint32_t next = 0; next < n;) {
+    if (lane == 0) {
+      unsigned ns = MPIXD_BACKOFF_MIN_NS;
+      while (!mpixd_arrived(&comm, peer, s_req.chan, s_req.ticket + next)) mpixd_backoff(&ns, MPIXD_BACKOFF_IPC_NS);
+      uint32_t k = 1;
+      while (next + k < n && k < MPIXD_BLOCK_BATCH && mpixd_arrived(&comm, peer, s_req.chan, s_req.ticket + next + k))
+        ++k;
+      s_k = k;
     }
+    __syncthreads();
+    const uint32_t k = s_k;
+    for (uint32_t j = next; j < next + k; ++j) {
+      /* This lane reads the chunk: acquire its arrival for this lane too. */
+      (void)mpixd_arrived(&comm, peer, s_req.chan, s_req.ticket + j);
+      mpixd_get_chunk(&comm, &s_req, j, lane, lanes);
+    }
+    /* Every lane's reads before lane 0 marks the chunks free. */
+    __threadfence();
+    __syncthreads();
+    if (lane == 0) {
+      for (uint32_t j = next; j < next + k; ++j) mpixd_mark_done(&comm, peer, s_req.chan, s_req.ticket + j);
+      mpixd_ring_release(&comm, peer, s_req.chan);
+    }
+    next += k;
   }
   __syncthreads();
   const int rc = s_req.msg_bytes > s_req.bytes ? MPIX_DEVICE_ERR_TRUNCATE : MPIX_DEVICE_SUCCESS;

@@ -1,67 +1,71 @@
 /*
  * mpix device point-to-point: the queue protocol, header-only, compiled both
  * by nvcc for device code (user kernels include it through mpix_device.h, no
- * -rdc needed) and as plain C++ for the host unit test (test/unit), where
- * std::threads play the GPU threads. Not a public interface: names start
- * with mpixd_ and may change.
+ * -rdc needed) and as plain C/C++ for the host tests (test/unit, test/mpi),
+ * where host threads play the GPU threads. Not a public interface: names
+ * start with mpixd_ and may change.
  *
- * Design (issue 6; ideas from papers/000 ch. 6.2-6.3 and papers/001):
+ * Design (issues 6 and 7; papers/000 ch. 6.2-6.3, papers/001):
  *
  * Mailboxes in the receiver's memory (dCUDA, papers/001). Every rank owns
  * one device allocation, exported by CUDA IPC and mapped by every other rank
- * of the node. For each (source, channel) it holds a ring of `slots`
- * 64-byte entries and, beside each entry, a staging block of `slot_bytes`.
- * The sender writes an entry (and its staging block) straight into the
- * receiver's memory and publishes it by storing the sequence number
- * ticket+1 last (release, system scope); the receiver sees a new entry when
- * that word equals the ticket it expects (acquire). No CPU on the path.
+ * of the node. The sender writes straight into the receiver's memory; no
+ * CPU is on the path.
  *
- * Tickets and credits. Senders claim tickets per (destination, channel) on a
- * counter in their own memory (only threads of the sending process compete
- * for it). The receiver returns credits by writing how many tickets it has
- * released into the sender's memory; ticket t may be written once
- * t - credit < slots. A full ring makes MPIX_Isend return
- * MPIX_DEVICE_AGAIN (before claiming anything) and MPIX_Send spin; nothing
- * is ever overwritten. Claims of single-slot messages are warp-aggregated
- * (papers/000 Algorithm 1: one atomic per group of lanes sending to the same
- * queue, lanes take consecutive slots by their rank in the group).
+ * Matching by hash table, without locks or queues (papers/000 ch. 6.3.2.4
+ * and the event tables of ch. 6.2: producer and consumer compute the same
+ * key, so each finds the other's entry in O(1)). MPI orders messages per
+ * (source, tag) only, so every message carries its number within its key:
+ * the sender counts messages per (destination, tag), the receiver counts
+ * receives per (source, tag), each in a table of counters in its own memory
+ * (mpixd_key_counter). The n-th receive of a key is matched to the n-th
+ * message of that key: message (tag, n) sits in the receiver's message
+ * table for its source at a bucket hashed from (tag, n), and the receive
+ * polls that bucket for it. Nobody else ever wants that entry, so taking it
+ * needs no lock and no atomic; receives of different keys, and of one key,
+ * proceed in parallel, in any order, and every pairing is MPI's.
  *
- * Channels: the hashed-bin idea of papers/000 ch. 6.3 applied to the
- * queues. A message goes to channel hash(tag) mod channels, so every (source,
- * tag) key lives in exactly one ring and keeps its FIFO order there, while
- * different tags spread over independent rings, locks and credits:
- * receivers of different tags do not contend.
+ * Message table (per source, in the receiver's memory): `buckets` buckets
+ * of MPIXD_WAYS entries. A bucket's match keys (tag, n) are one 64-byte line
+ * of 64-bit words, so one poll is a few vector loads; the entries beside
+ * them hold the size and either the payload (up to MPIXD_INLINE bytes) or
+ * where its chunks are in the payload ring. The sender claims a free way
+ * with an atomic on its own occupancy word for that bucket (in its own
+ * memory), writes the entry and then its match key (release, system
+ * scope). The receiver, once done with the entry, clears the key and frees
+ * the way with one fire-and-forget atomic AND on the sender's occupancy word
+ * (release). A message may go to MPIXD_PROBE consecutive buckets from its
+ * hashed one; when all are full the send waits (back-pressure), nothing is
+ * overwritten.
  *
- * Matching per (source, channel), under a lock in the receiver's memory
- * that is only ever tried (see mpixd_try_lock), MPI's two-queue scheme:
- * arrivals are taken in ticket order (`arr`) and matched against the posted
- * receives of that channel, oldest post first; unmatched headers stay in the
- * ring as unexpected, and a new receive scans them oldest first. So the n-th
- * receive posted for a key gets the n-th message sent for it. Slots are
- * released in order (`lo`) once consumed, which returns the credits.
- * Waiting receives peek at a few words without the lock and take it only
- * when something arrived for them to take in or collect.
+ * Communicators that allow overtaking are matched in order too (MPI allows
+ * it): a receive that took any message of its key could bind a staged
+ * message whose chunks wait in the ring behind an earlier one of the same
+ * key that only its next receive would consume.
  *
- * Messages up to MPIXD_INLINE bytes ride in the entry. Larger ones take
- * ceil(bytes/slot_bytes) consecutive tickets (one claim), each carrying one
- * chunk in its slot's staging block; messages longer than the ring stream
- * through it as credits come back (pipelined: the receiver copies chunk j
- * out while the sender writes chunk j+1).
+ * Payload rings (per (source, channel), channel = hash(tag)): messages above
+ * MPIXD_INLINE bytes move in chunks of `slot_bytes` through a ring of
+ * staging blocks in the receiver's memory. The sender claims tickets on a
+ * counter in its own memory and writes chunk j into slot (ticket + j) mod
+ * slots, publishing it with the chunk's sequence word; the receiver returns
+ * credits by writing into the sender's memory how many tickets it has
+ * released. Messages that fit the ring claim all their tickets at once, when
+ * there is room; longer ones claim them up front and stream as credits come
+ * back. Slots are released in ticket order: whoever marks a chunk consumed
+ * tries the ring's release lock, and a thread that fails leaves the work to
+ * the holder, which looks again after unlocking (a lock is only ever tried,
+ * never waited for: see mpixd_try_lock).
  *
  * Progress guarantee: on the IPC path a device call only ever waits for the
- * peer's device threads (never for a host thread; on the proxy path also
- * for mpix's progress thread). Kernels in different processes (or
- * on different GPUs) always progress relative to each other: no
+ * peer's device threads (on the proxy path also for mpix's progress thread).
+ * Kernels in different processes always progress relative to each other: no
  * co-residency is needed between sender and receiver kernels. Within one
  * process, a thread spinning in MPIX_Send/MPIX_Wait needs the threads that
  * will receive (or send) its message to be resident at the same time, as
- * for any spin wait; two launches of one process (even on two streams) are
- * not guaranteed to overlap, so both sides belong in one grid (launched
- * cooperatively where co-residency must be certain). A request advances only while its owner tests or
- * waits on it (no background progress on the GPU). A receive holds ring
- * slots until it is completed, so
- * as in MPI a message whose receive is never posted can, once the ring is
- * full, block later messages of the same channel.
+ * for any spin wait. A request advances only while its owner tests or waits
+ * on it (no background progress on the GPU). A staged message whose receive
+ * is not yet posted holds its ring slots, so, as in MPI, it can delay later
+ * staged messages of the same channel until its receive comes.
  */
 #ifndef MPIX_DEVICE_PROTO_H
 #define MPIX_DEVICE_PROTO_H
@@ -87,14 +91,17 @@
 /* Status codes of the device calls. */
 #define MPIX_DEVICE_SUCCESS 0
 #define MPIX_DEVICE_PENDING 1       /* MPIX_Test: not complete yet */
-#define MPIX_DEVICE_AGAIN 2         /* queue full / no receive slot / queue busy: nothing done, retry */
+#define MPIX_DEVICE_AGAIN 2         /* proxy queue full: nothing done, retry */
 #define MPIX_DEVICE_ERR_RANK (-1)   /* peer out of [0, size) (MPI_ANY_SOURCE included) */
 #define MPIX_DEVICE_ERR_TAG (-2)    /* tag out of [0, tag_ub] (MPI_ANY_TAG included) */
 #define MPIX_DEVICE_ERR_ARG (-3)    /* null request, null buffer with bytes > 0, invalid handle */
 #define MPIX_DEVICE_ERR_TRUNCATE (-4) /* message longer than the receive buffer (buffer filled, rest dropped) */
 #define MPIX_DEVICE_ERR_REQUEST (-5)  /* MPIX_Test/MPIX_Wait on an inactive request */
+#define MPIX_DEVICE_ERR_KEYS (-6)     /* more distinct (peer, tag) pairs than MPIX_DEVICE_KEYS: nothing done */
 
-#define MPIXD_INLINE 32u /* payload bytes carried in the entry itself */
+#define MPIXD_INLINE 32u /* payload bytes carried in a message-table entry */
+#define MPIXD_WAYS 8u    /* entries per message-table bucket (one 64-byte line of match keys) */
+#define MPIXD_PROBE 4u   /* buckets a message may go to, from its hashed one */
 
 #ifdef __cplusplus
 extern "C" {
@@ -105,12 +112,21 @@ extern "C" {
 typedef struct MPIX_Device_comm {
   char *const *bases;   /* device array: every rank's mailbox as mapped here */
   char *local;          /* this rank's mailbox */
-  uint64_t off_entries, off_staging, off_rchan, off_schan;
+  uint64_t off_mkeys;   /* message tables' match keys, per source */
+  uint64_t off_ments;   /* message tables' entries, per source */
+  uint64_t off_claims;  /* sender side: occupied ways per (destination, bucket) */
+  uint64_t off_skeys;   /* sender side: message counters per (destination, tag) */
+  uint64_t off_rkeys;   /* receiver side: receive counters per (source, tag) */
+  uint64_t off_seqs;    /* payload rings: chunk sequence words, per (source, channel) */
+  uint64_t off_staging; /* payload rings: staging blocks */
+  uint64_t off_rchan;   /* payload rings: release state and slot states */
+  uint64_t off_schan;   /* payload rings: sender side, ticket counter and credit */
   uint32_t rchan_bytes;
   uint32_t channels;    /* power of two */
   uint32_t slots;       /* power of two */
   uint32_t slot_bytes;  /* multiple of 256 */
-  uint32_t posted;      /* posted receives per (source, channel) */
+  uint32_t buckets;     /* message-table buckets per source, power of two */
+  uint32_t keys;        /* counters per side, power of two */
   int rank, size;
   int tag_ub;
   int path;                        /* MPIXD_PATH_IPC or MPIXD_PATH_PROXY */
@@ -130,8 +146,9 @@ typedef struct MPIX_Device_request {
   int state;          /* mpixd_req_state */
   int peer, tag;
   int status;         /* the call's final status */
-  uint32_t chan, ticket, nslots, next, posted;
-  uint32_t flags;
+  uint32_t chan, ticket, nslots, next;
+  uint32_t seq;       /* the message's number within its (peer, tag) key */
+  uint32_t flags;     /* MPIXD_R_* */
   void *buf;
   size_t bytes;       /* buffer size */
   size_t msg_bytes;   /* receive: size of the message matched */
@@ -141,22 +158,28 @@ typedef struct MPIX_Device_request {
 }
 #endif
 
-#define MPIXD_F_COPIED 0x100u /* request flag: chunk `next` already copied out */
+enum mpixd_req_state { MPIXD_INACTIVE = 0, MPIXD_SEND, MPIXD_RECV_WAIT, MPIXD_RECV_BOUND, MPIXD_DONE, MPIXD_PROXIED };
+/* Request flags of a send: ring tickets held, entry published. */
+#define MPIXD_R_TICKETS 1u
+#define MPIXD_R_POSTED 2u
+enum mpixd_slot_state { MPIXD_S_FREE = 0, MPIXD_S_DONE = 1 };
 
-enum mpixd_req_state { MPIXD_INACTIVE = 0, MPIXD_SEND_STREAM, MPIXD_RECV_POSTED, MPIXD_RECV_BOUND, MPIXD_DONE, MPIXD_PROXIED };
-enum mpixd_kind { MPIXD_HEADER = 1, MPIXD_CONT = 2 };
-enum mpixd_slot_state { MPIXD_S_FREE = 0, MPIXD_S_UNEXP, MPIXD_S_BOUND, MPIXD_S_CONT, MPIXD_S_DONE };
-enum mpixd_posted_state { MPIXD_P_FREE = 0, MPIXD_P_POSTED, MPIXD_P_MATCHED };
+/* A message-table entry; its match key is in the bucket's key line. */
+typedef struct mpixd_ment {
+  uint32_t bytes;   /* message size */
+  uint32_t chan;    /* above MPIXD_INLINE: payload ring channel, */
+  uint32_t ticket;  /* first chunk's ticket */
+  uint32_t nslots;  /* and number of chunks */
+  uint32_t pad[4];
+  unsigned char data[MPIXD_INLINE]; /* up to MPIXD_INLINE: the payload */
+} mpixd_ment;
 
-typedef struct mpixd_entry {
-  uint32_t seq;     /* ticket + 1 once the entry is complete (written last) */
-  int32_t tag;
-  uint32_t bytes;   /* header: message bytes */
-  uint32_t kind;    /* mpixd_kind */
-  uint32_t nslots;  /* header: tickets the message takes */
-  uint32_t pad[3];
-  unsigned char data[MPIXD_INLINE];
-} mpixd_entry;
+/* A counter of a key table: key 0 is an empty slot. */
+typedef struct mpixd_keyslot {
+  uint64_t key;
+  uint32_t count;
+  uint32_t pad;
+} mpixd_keyslot;
 
 #define MPIXD_PATH_IPC 0
 #define MPIXD_PATH_PROXY 1
@@ -197,25 +220,16 @@ typedef struct mpixd_pcomp {
 
 enum mpixd_op { MPIXD_OP_SEND = 1, MPIXD_OP_RECV = 2 };
 
-typedef struct mpixd_posted {
-  uint32_t state;
-  int32_t tag;
-  uint32_t order;
-  uint32_t ticket;
-} mpixd_posted;
-
-/* Receiver side of one (source, channel), followed by slot states and the
- * posted receives. Only threads of the receiving rank touch it. */
+/* Receiver side of one payload ring (source, channel), followed by its slot
+ * states. Only threads of the receiving rank touch it. */
 typedef struct mpixd_rchan {
-  uint32_t lock;
-  uint32_t arr;        /* next ticket to take in for matching */
+  uint32_t lock;       /* release lock: only ever tried */
   uint32_t lo;         /* tickets below lo are released */
-  uint32_t post_order; /* age of posted receives */
-  uint32_t pad[12];
+  uint32_t pad[30];
 } mpixd_rchan;
 
-/* Sender side of one (destination, channel): the ticket counter, and on its
- * own cache line the credit word the receiver writes. */
+/* Sender side of one payload ring (destination, channel): the ticket
+ * counter, and on its own cache line the credit word the receiver writes. */
 typedef struct mpixd_schan {
   uint32_t tail;
   uint32_t pad1[31];
@@ -251,8 +265,7 @@ MPIXD_HD uint32_t mpixd_load_relaxed(const uint32_t *p) {
 #endif
 }
 
-/* For words read without the lock by lock-free peeks (see
- * mpixd_recv_bind): written under the lock, but as single atomic stores. */
+/* For words other threads read without synchronising (peeks, dumps). */
 MPIXD_HD void mpixd_store_relaxed(uint32_t *p, uint32_t v) {
 #if defined(__CUDA_ARCH__)
   *(volatile uint32_t *)p = v;
@@ -261,12 +274,99 @@ MPIXD_HD void mpixd_store_relaxed(uint32_t *p, uint32_t v) {
 #endif
 }
 
+MPIXD_HD uint64_t mpixd_load_acquire64(const uint64_t *p) {
+#if defined(__CUDA_ARCH__)
+  uint64_t v;
+  asm volatile("ld.acquire.sys.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+  return v;
+#else
+  return __atomic_load_n(p, __ATOMIC_ACQUIRE);
+#endif
+}
+
+MPIXD_HD uint64_t mpixd_load_relaxed64(const uint64_t *p) {
+#if defined(__CUDA_ARCH__)
+  return *(const volatile uint64_t *)p;
+#else
+  return __atomic_load_n(p, __ATOMIC_RELAXED);
+#endif
+}
+
+MPIXD_HD void mpixd_store_release64(uint64_t *p, uint64_t v) {
+#if defined(__CUDA_ARCH__)
+  asm volatile("st.release.sys.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
+#else
+  __atomic_store_n(p, v, __ATOMIC_RELEASE);
+#endif
+}
+
+MPIXD_HD void mpixd_store_relaxed64(uint64_t *p, uint64_t v) {
+#if defined(__CUDA_ARCH__)
+  *(volatile uint64_t *)p = v;
+#else
+  __atomic_store_n(p, v, __ATOMIC_RELAXED);
+#endif
+}
+
+/* The 8 match keys of a bucket (64-byte aligned), relaxed: a poll. No
+ * compiler barrier: a caller loads several lines before it looks at any, so
+ * their loads are in flight together. */
+MPIXD_HD void mpixd_load_line(const uint64_t *p, uint64_t k[MPIXD_WAYS]) {
+#if defined(__CUDA_ARCH__)
+  /* Four 16-byte loads (each 8-byte half is one single-copy-atomic word). */
+  asm volatile("ld.volatile.global.v2.u64 {%0, %1}, [%8];\n\t"
+               "ld.volatile.global.v2.u64 {%2, %3}, [%8+16];\n\t"
+               "ld.volatile.global.v2.u64 {%4, %5}, [%8+32];\n\t"
+               "ld.volatile.global.v2.u64 {%6, %7}, [%8+48];"
+               : "=l"(k[0]), "=l"(k[1]), "=l"(k[2]), "=l"(k[3]), "=l"(k[4]), "=l"(k[5]), "=l"(k[6]), "=l"(k[7])
+               : "l"(p));
+#else
+  for (unsigned w = 0; w < MPIXD_WAYS; ++w) k[w] = __atomic_load_n(p + w, __ATOMIC_RELAXED);
+#endif
+}
+
+/* Compare-and-swap within this GPU (key tables, locks); returns the old value. */
 MPIXD_HD uint32_t mpixd_cas(uint32_t *p, uint32_t expect, uint32_t desired) {
 #if defined(__CUDA_ARCH__)
   return atomicCAS(p, expect, desired);
 #else
   __atomic_compare_exchange_n(p, &expect, desired, false, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED);
   return expect;
+#endif
+}
+
+MPIXD_HD uint64_t mpixd_cas64(uint64_t *p, uint64_t expect, uint64_t desired) {
+#if defined(__CUDA_ARCH__)
+  return atomicCAS((unsigned long long *)p, (unsigned long long)expect, (unsigned long long)desired);
+#else
+  __atomic_compare_exchange_n(p, &expect, desired, false, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED);
+  return expect;
+#endif
+}
+
+/* Compare-and-swap that acquires what another GPU released (occupancy
+ * words freed by receivers). */
+MPIXD_HD uint32_t mpixd_cas_acquire_sys(uint32_t *p, uint32_t expect, uint32_t desired) {
+#if defined(__CUDA_ARCH__)
+  uint32_t old;
+  asm volatile("atom.acquire.sys.global.cas.b32 %0, [%1], %2, %3;"
+               : "=r"(old)
+               : "l"(p), "r"(expect), "r"(desired)
+               : "memory");
+  return old;
+#else
+  __atomic_compare_exchange_n(p, &expect, desired, false, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED);
+  return expect;
+#endif
+}
+
+/* *p &= v with release semantics, result unused: the GPU issues it and
+ * goes on (a reduction, no round trip), also into a peer's memory. */
+MPIXD_HD void mpixd_and_release_sys(uint32_t *p, uint32_t v) {
+#if defined(__CUDA_ARCH__)
+  asm volatile("red.release.sys.global.and.b32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
+#else
+  (void)__atomic_fetch_and(p, v, __ATOMIC_RELEASE);
 #endif
 }
 
@@ -278,11 +378,21 @@ MPIXD_HD uint32_t mpixd_fetch_add(uint32_t *p, uint32_t v) {
 #endif
 }
 
-/* Orders this thread's earlier writes (peer memory included) before later
- * ones, as seen from any agent. */
+/* Orders this thread's earlier memory accesses (peer memory included)
+ * before later ones, as seen from any agent. */
 MPIXD_HD void mpixd_fence_system(void) {
 #if defined(__CUDA_ARCH__)
   __threadfence_system();
+#else
+  __atomic_thread_fence(__ATOMIC_SEQ_CST);
+#endif
+}
+
+/* A sequentially consistent fence among this GPU's threads (the
+ * store-then-load hand-over of mpixd_ring_release). */
+MPIXD_HD void mpixd_fence_sc(void) {
+#if defined(__CUDA_ARCH__)
+  __threadfence();
 #else
   __atomic_thread_fence(__ATOMIC_SEQ_CST);
 #endif
@@ -309,16 +419,12 @@ MPIXD_HD void mpixd_backoff(unsigned *ns, unsigned max_ns) {
   if (*ns < max_ns) *ns *= 2;
 }
 
-/* The receive queues' lock is only ever tried, never waited for: a call
- * that does not get it reports PENDING / AGAIN and its caller retries (with
- * backoff) from outside. Lanes of a warp that spin on a lock together share
- * a convergence barrier after the spin loop (nvcc: BSSY before it, BSYNC
- * after it), where the lane that won the lock waits for its warp-mates that
- * spin on the lock it holds. With one queue for many threads that stalled
- * dev_p2p on an H200 (2026-11-23: the lock held, three matched receives
- * never collected). A failed try goes back to the caller's loop, which
- * contains the winner's whole critical section, so no lane ever holds the
- * lock at a barrier shared with lanes waiting for it. */
+/* The ring release lock is only ever tried, never waited for: a thread that
+ * does not get it leaves the work to the holder. Lanes of a warp that spin
+ * on a lock together share a convergence barrier after the spin loop (nvcc:
+ * BSSY before it, BSYNC after it), where the lane that won the lock waits
+ * for its warp-mates that spin on the lock it holds; with one queue for
+ * many threads that stalled dev_p2p on an H200 (2026-11-23). */
 MPIXD_HD bool mpixd_try_lock(uint32_t *l) {
   if (mpixd_load_relaxed(l) != 0 || mpixd_cas(l, 0, 1) != 0) return false;
 #if defined(__CUDA_ARCH__)
@@ -336,6 +442,14 @@ MPIXD_HD void mpixd_unlock(uint32_t *l) {
 #endif
 }
 
+MPIXD_HD unsigned mpixd_ctz(uint32_t x) {
+#if defined(__CUDA_ARCH__)
+  return (unsigned)(__ffs((int)x) - 1);
+#else
+  return (unsigned)__builtin_ctz(x);
+#endif
+}
+
 /* a - b between wrapping 32-bit counters. */
 MPIXD_HD int32_t mpixd_diff(uint32_t a, uint32_t b) { return (int32_t)(a - b); }
 
@@ -343,32 +457,48 @@ MPIXD_HD int32_t mpixd_diff(uint32_t a, uint32_t b) { return (int32_t)(a - b); }
 
 MPIXD_HD uint64_t mpixd_align(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
 
-MPIXD_HD uint32_t mpixd_rchan_bytes(uint32_t slots, uint32_t posted) {
-  return (uint32_t)mpixd_align(sizeof(mpixd_rchan) + mpixd_align(4ull * slots, 16) + sizeof(mpixd_posted) * posted, 128);
+MPIXD_HD uint32_t mpixd_rchan_bytes(uint32_t slots) {
+  return (uint32_t)mpixd_align(sizeof(mpixd_rchan) + 4ull * slots, 128);
 }
 
-/* Fills the offsets of h (channels, slots, slot_bytes, posted, size set)
- * for a mailbox that starts with `header` bytes of the library's own;
- * returns the mailbox size. */
+/* Fills the offsets of h (size, channels, slots, slot_bytes, buckets, keys
+ * set) for a mailbox that starts with `header` bytes of the library's own;
+ * returns the mailbox size. Everything starts zeroed. */
 MPIXD_HD uint64_t mpixd_layout(MPIX_Device_comm *h, uint64_t header) {
-  const uint64_t queues = (uint64_t)h->size * h->channels;
-  h->rchan_bytes = mpixd_rchan_bytes(h->slots, h->posted);
-  h->off_entries = mpixd_align(header, 256);
-  h->off_staging = mpixd_align(h->off_entries + queues * h->slots * sizeof(mpixd_entry), 256);
-  h->off_rchan = mpixd_align(h->off_staging + queues * h->slots * (uint64_t)h->slot_bytes, 256);
-  h->off_schan = mpixd_align(h->off_rchan + queues * h->rchan_bytes, 256);
-  return mpixd_align(h->off_schan + queues * sizeof(mpixd_schan), 256);
+  const uint64_t n = (uint64_t)h->size;
+  const uint64_t table = (uint64_t)h->buckets * MPIXD_WAYS;
+  const uint64_t rings = n * h->channels;
+  h->rchan_bytes = mpixd_rchan_bytes(h->slots);
+  h->off_mkeys = mpixd_align(header, 256);
+  h->off_ments = mpixd_align(h->off_mkeys + n * table * sizeof(uint64_t), 256);
+  h->off_claims = mpixd_align(h->off_ments + n * table * sizeof(mpixd_ment), 256);
+  h->off_skeys = mpixd_align(h->off_claims + n * h->buckets * sizeof(uint32_t), 256);
+  h->off_rkeys = mpixd_align(h->off_skeys + (uint64_t)h->keys * sizeof(mpixd_keyslot), 256);
+  h->off_seqs = mpixd_align(h->off_rkeys + (uint64_t)h->keys * sizeof(mpixd_keyslot), 256);
+  h->off_staging = mpixd_align(h->off_seqs + rings * h->slots * sizeof(uint32_t), 256);
+  h->off_rchan = mpixd_align(h->off_staging + rings * h->slots * (uint64_t)h->slot_bytes, 256);
+  h->off_schan = mpixd_align(h->off_rchan + rings * h->rchan_bytes, 256);
+  return mpixd_align(h->off_schan + rings * sizeof(mpixd_schan), 256);
 }
 
-MPIXD_HD uint32_t mpixd_channel(const MPIX_Device_comm *h, int tag) {
-  uint32_t x = (uint32_t)tag * 2654435761u;
-  x ^= x >> 15;
-  return x & (h->channels - 1);
+/* Match keys and entries of the message table for messages from `src` in
+ * mailbox `base` (the receiver's). */
+MPIXD_HD uint64_t *mpixd_mkeys(const MPIX_Device_comm *h, char *base, int src) {
+  return (uint64_t *)(base + h->off_mkeys + (uint64_t)src * h->buckets * MPIXD_WAYS * sizeof(uint64_t));
 }
+MPIXD_HD mpixd_ment *mpixd_ments(const MPIX_Device_comm *h, char *base, int src) {
+  return (mpixd_ment *)(base + h->off_ments + (uint64_t)src * h->buckets * MPIXD_WAYS * sizeof(mpixd_ment));
+}
+/* Occupied ways of the table for messages to `dst`, in mailbox `base` (the
+ * sender's): bit w of word b = way w of bucket b. */
+MPIXD_HD uint32_t *mpixd_claims(const MPIX_Device_comm *h, char *base, int dst) {
+  return (uint32_t *)(base + h->off_claims + (uint64_t)dst * h->buckets * sizeof(uint32_t));
+}
+MPIXD_HD mpixd_keyslot *mpixd_send_keys(const MPIX_Device_comm *h) { return (mpixd_keyslot *)(h->local + h->off_skeys); }
+MPIXD_HD mpixd_keyslot *mpixd_recv_keys(const MPIX_Device_comm *h) { return (mpixd_keyslot *)(h->local + h->off_rkeys); }
 
-/* Ring of messages from `src` in mailbox `base` (the receiver's). */
-MPIXD_HD mpixd_entry *mpixd_entries(const MPIX_Device_comm *h, char *base, int src, uint32_t c) {
-  return (mpixd_entry *)(base + h->off_entries + ((uint64_t)src * h->channels + c) * h->slots * sizeof(mpixd_entry));
+MPIXD_HD uint32_t *mpixd_seqs(const MPIX_Device_comm *h, char *base, int src, uint32_t c) {
+  return (uint32_t *)(base + h->off_seqs + ((uint64_t)src * h->channels + c) * h->slots * sizeof(uint32_t));
 }
 MPIXD_HD unsigned char *mpixd_staging(const MPIX_Device_comm *h, char *base, int src, uint32_t c, uint32_t slot) {
   return (unsigned char *)(base + h->off_staging +
@@ -377,32 +507,77 @@ MPIXD_HD unsigned char *mpixd_staging(const MPIX_Device_comm *h, char *base, int
 MPIXD_HD mpixd_rchan *mpixd_rchan_of(const MPIX_Device_comm *h, int src, uint32_t c) {
   return (mpixd_rchan *)(h->local + h->off_rchan + ((uint64_t)src * h->channels + c) * h->rchan_bytes);
 }
-MPIXD_HD uint32_t *mpixd_slot_states(const MPIX_Device_comm *h, mpixd_rchan *rc) {
-  (void)h;
-  return (uint32_t *)(rc + 1);
-}
-MPIXD_HD mpixd_posted *mpixd_posted_of(const MPIX_Device_comm *h, mpixd_rchan *rc) {
-  return (mpixd_posted *)((char *)(rc + 1) + mpixd_align(4ull * h->slots, 16));
-}
+MPIXD_HD uint32_t *mpixd_slot_states(mpixd_rchan *rc) { return (uint32_t *)(rc + 1); }
 /* Sender side for `dst` in mailbox `base` (the sender's). */
 MPIXD_HD mpixd_schan *mpixd_schan_of(const MPIX_Device_comm *h, char *base, int dst, uint32_t c) {
   return (mpixd_schan *)(base + h->off_schan + ((uint64_t)dst * h->channels + c) * sizeof(mpixd_schan));
 }
 
-MPIXD_HD uint32_t mpixd_nslots(const MPIX_Device_comm *h, size_t bytes) {
-  return bytes <= MPIXD_INLINE ? 1u : (uint32_t)((bytes + h->slot_bytes - 1) / h->slot_bytes);
+/* ---- hashing ---- */
+
+MPIXD_HD uint32_t mpixd_mix32(uint32_t x) {
+  x ^= x >> 16;
+  x *= 0x7feb352du;
+  x ^= x >> 15;
+  x *= 0x846ca68bu;
+  x ^= x >> 16;
+  return x;
 }
 
-/* Bytes of chunk j of a message of `bytes` bytes. */
-MPIXD_HD size_t mpixd_chunk_len(const MPIX_Device_comm *h, size_t bytes, uint32_t j) {
-  if (bytes <= MPIXD_INLINE) return bytes;
-  const size_t off = (size_t)j * h->slot_bytes;
-  const size_t rest = bytes - off;
-  return rest < h->slot_bytes ? rest : h->slot_bytes;
+MPIXD_HD uint32_t mpixd_channel(const MPIX_Device_comm *h, int tag) {
+  return mpixd_mix32((uint32_t)tag) & (h->channels - 1);
 }
+
+/* The first bucket of message (tag, seq): consecutive messages of a key
+ * spread over the table. */
+MPIXD_HD uint32_t mpixd_bucket(const MPIX_Device_comm *h, int tag, uint32_t seq) {
+  return mpixd_mix32((uint32_t)tag * 0x9e3779b1u ^ mpixd_mix32(seq + 0x632be5abu)) & (h->buckets - 1);
+}
+
+/* The match key of message (tag, seq): never 0 (an empty way). Tags are
+ * below 2^31, so they fit beside the valid bit. */
+MPIXD_HD uint64_t mpixd_mkey(int tag, uint32_t seq) {
+  return (1ull << 63) | ((uint64_t)(uint32_t)tag << 32) | seq;
+}
+
+/* ---- per-key counters ---- */
+
+/* A key table's key of (peer, tag): never 0 (an empty slot). */
+MPIXD_HD uint64_t mpixd_key(int peer, int tag) {
+  return ((uint64_t)(uint32_t)(peer + 1) << 32) | (uint32_t)tag;
+}
+
+/* The counter of `key` in table t (n slots, a power of two), inserted if
+ * new (linear probing; keys are never removed); NULL when the table is
+ * full. Only threads of the owning rank touch a table. */
+MPIXD_HD uint32_t *mpixd_key_counter(mpixd_keyslot *t, uint32_t n, uint64_t key) {
+  uint32_t s = mpixd_mix32((uint32_t)key * 0x9e3779b1u ^ (uint32_t)(key >> 32)) & (n - 1);
+  for (uint32_t i = 0; i < n; ++i, s = (s + 1) & (n - 1)) {
+    uint64_t k = mpixd_load_relaxed64(&t[s].key);
+    if (k == 0) k = mpixd_cas64(&t[s].key, 0, key);
+    if (k == 0 || k == key) return &t[s].count;
+  }
+  return NULL;
+}
+
+/* Takes the next `n` numbers of (peer, tag) in the send (or receive)
+ * table: the first in *seq. */
+MPIXD_HD int mpixd_take_seq(const MPIX_Device_comm *h, bool send, int peer, int tag, uint32_t n, uint32_t *seq) {
+  uint32_t *c = mpixd_key_counter(send ? mpixd_send_keys(h) : mpixd_recv_keys(h), h->keys, mpixd_key(peer, tag));
+  if (c == NULL) return MPIX_DEVICE_ERR_KEYS;
+  *seq = mpixd_fetch_add(c, n);
+  return MPIX_DEVICE_SUCCESS;
+}
+
+/* ---- copies ---- */
+
+typedef struct __attribute__((aligned(16))) mpixd_w16 {
+  uint64_t a, b;
+} mpixd_w16;
 
 /* Copies n bytes, lane `lane` of `lanes` cooperating threads doing its
- * share (16-byte words when both sides allow it). */
+ * share (16-byte words when both sides allow it; four words in flight per
+ * lane, loaded before any is stored). */
 MPIXD_HD void mpixd_copy(void *dst, const void *src, size_t n, unsigned lane, unsigned lanes) {
   unsigned char *d = (unsigned char *)dst;
   const unsigned char *s = (const unsigned char *)src;
@@ -412,15 +587,150 @@ MPIXD_HD void mpixd_copy(void *dst, const void *src, size_t n, unsigned lane, un
      * the natural 8-byte alignment it splits every word into two 64-bit
      * accesses, twice the NVLink transactions). Only used on 16-byte
      * aligned pointers: vector accesses on unaligned user buffers fault. */
-    typedef struct __attribute__((aligned(16))) { uint64_t a, b; } w16;
+    mpixd_w16 *dw = (mpixd_w16 *)d;
+    const mpixd_w16 *sw = (const mpixd_w16 *)s;
     const size_t words = n / 16;
-    for (size_t i = lane; i < words; i += lanes) ((w16 *)d)[i] = ((const w16 *)s)[i];
+    size_t i = lane;
+    for (; i + 3 * (size_t)lanes < words; i += 4 * (size_t)lanes) {
+      const mpixd_w16 a = sw[i], b = sw[i + lanes], c = sw[i + 2 * (size_t)lanes], e = sw[i + 3 * (size_t)lanes];
+      dw[i] = a;
+      dw[i + lanes] = b;
+      dw[i + 2 * (size_t)lanes] = c;
+      dw[i + 3 * (size_t)lanes] = e;
+    }
+    for (; i < words; i += lanes) dw[i] = sw[i];
     done = words * 16;
   }
   for (size_t i = done + lane; i < n; i += lanes) d[i] = s[i];
 }
 
-/* ---- sender ---- */
+/* Copies an inline payload (n <= MPIXD_INLINE) from a buffer of any
+ * alignment into 32 bytes of registers, with the widest loads it allows. */
+MPIXD_HD void mpixd_inline_load(mpixd_w16 w[2], const void *src, size_t n) {
+  w[0].a = w[0].b = w[1].a = w[1].b = 0;
+  const uintptr_t a = (uintptr_t)src;
+  if ((a & 15) == 0 && n == MPIXD_INLINE) {
+    w[0] = ((const mpixd_w16 *)src)[0];
+    w[1] = ((const mpixd_w16 *)src)[1];
+  } else if ((a & 7) == 0) {
+    uint64_t *o = (uint64_t *)w;
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) o[i / 8] = ((const uint64_t *)src)[i / 8];
+    for (; i < n; ++i) ((unsigned char *)w)[i] = ((const unsigned char *)src)[i];
+  } else {
+    for (size_t i = 0; i < n; ++i) ((unsigned char *)w)[i] = ((const unsigned char *)src)[i];
+  }
+}
+
+/* The reverse: n bytes of 32 bytes of registers into a buffer. */
+MPIXD_HD void mpixd_inline_store(void *dst, const mpixd_w16 w[2], size_t n) {
+  const uintptr_t a = (uintptr_t)dst;
+  if ((a & 15) == 0 && n == MPIXD_INLINE) {
+    ((mpixd_w16 *)dst)[0] = w[0];
+    ((mpixd_w16 *)dst)[1] = w[1];
+  } else if ((a & 7) == 0) {
+    const uint64_t *o = (const uint64_t *)w;
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) ((uint64_t *)dst)[i / 8] = o[i / 8];
+    for (; i < n; ++i) ((unsigned char *)dst)[i] = ((const unsigned char *)w)[i];
+  } else {
+    for (size_t i = 0; i < n; ++i) ((unsigned char *)dst)[i] = ((const unsigned char *)w)[i];
+  }
+}
+
+/* ---- message table ---- */
+
+/* Claims a free way for message (tag, seq) to dst, from its hashed bucket
+ * on: its index (bucket * MPIXD_WAYS + way) in *slot; false when all
+ * MPIXD_PROBE buckets are full. The first try assumes an empty bucket,
+ * which saves a load in the common case (a failed try returns the word). */
+MPIXD_HD bool mpixd_claim_way(const MPIX_Device_comm *h, int dst, int tag, uint32_t seq, uint32_t *slot) {
+  uint32_t *claims = mpixd_claims(h, h->local, dst);
+  const uint32_t b0 = mpixd_bucket(h, tag, seq);
+  for (uint32_t i = 0; i < MPIXD_PROBE; ++i) {
+    const uint32_t b = (b0 + i) & (h->buckets - 1);
+    uint32_t m = 0;
+    for (;;) {
+      const uint32_t free = ~m & ((1u << MPIXD_WAYS) - 1);
+      if (free == 0) break;
+      const uint32_t bit = free & (0u - free);
+      const uint32_t old = mpixd_cas_acquire_sys(&claims[b], m, m | bit);
+      if (old == m) {
+        *slot = b * MPIXD_WAYS + mpixd_ctz(bit);
+        return true;
+      }
+      m = old;
+    }
+  }
+  return false;
+}
+
+/* Writes the entry of message (tag, seq) into way `slot` of dst's table
+ * and publishes it by its match key, written last (release: the entry's
+ * words, and the chunks the caller wrote before, are visible to whoever
+ * sees the key). */
+MPIXD_HD void mpixd_post_entry(const MPIX_Device_comm *h, int dst, uint32_t slot, int tag, uint32_t seq,
+                               uint32_t bytes, uint32_t chan, uint32_t ticket, uint32_t nslots, const void *buf) {
+  char *base = h->bases[dst];
+  mpixd_ment *e = mpixd_ments(h, base, h->rank) + slot;
+  mpixd_w16 head;
+  head.a = (uint64_t)bytes | (uint64_t)chan << 32;
+  head.b = (uint64_t)ticket | (uint64_t)nslots << 32;
+  *(mpixd_w16 *)e = head;
+  if (bytes > 0 && bytes <= MPIXD_INLINE) {
+    mpixd_w16 w[2];
+    mpixd_inline_load(w, buf, bytes);
+    ((mpixd_w16 *)e->data)[0] = w[0];
+    if (bytes > 16) ((mpixd_w16 *)e->data)[1] = w[1];
+  }
+  mpixd_store_release64(mpixd_mkeys(h, base, h->rank) + slot, mpixd_mkey(tag, seq));
+}
+
+/* Looks for message (tag, seq) from src: its way, or -1 while it has not
+ * arrived. Only this receive wants (tag, seq), so no other thread touches
+ * the entry: taking it needs no atomic. */
+MPIXD_HD int32_t mpixd_find(const MPIX_Device_comm *h, int src, int tag, uint32_t seq) {
+  uint64_t *keys = mpixd_mkeys(h, h->local, src);
+  const uint64_t want = mpixd_mkey(tag, seq);
+  const uint32_t b0 = mpixd_bucket(h, tag, seq);
+  /* Every line loaded before any is looked at: one memory round trip per
+   * poll, not one per bucket. */
+  uint64_t k[MPIXD_PROBE][MPIXD_WAYS];
+  for (uint32_t i = 0; i < MPIXD_PROBE; ++i)
+    mpixd_load_line(keys + (uint64_t)((b0 + i) & (h->buckets - 1)) * MPIXD_WAYS, k[i]);
+  for (uint32_t i = 0; i < MPIXD_PROBE; ++i) {
+    for (uint32_t w = 0; w < MPIXD_WAYS; ++w) {
+      if (k[i][w] != want) continue;
+      const uint32_t slot = ((b0 + i) & (h->buckets - 1)) * MPIXD_WAYS + w;
+      /* The acquire orders the entry's reads after its key. */
+      (void)mpixd_load_acquire64(keys + slot);
+      return (int32_t)slot;
+    }
+  }
+  return -1;
+}
+
+/* Gives way `slot` of src's table back to src once the entry was read: the
+ * key cleared, the way freed in the sender's occupancy word (release: the
+ * reads of the entry and the cleared key come before the sender's reuse). */
+MPIXD_HD void mpixd_free_way(const MPIX_Device_comm *h, int src, uint32_t slot) {
+  mpixd_store_relaxed64(mpixd_mkeys(h, h->local, src) + slot, 0);
+  mpixd_and_release_sys(mpixd_claims(h, h->bases[src], h->rank) + slot / MPIXD_WAYS, ~(1u << (slot % MPIXD_WAYS)));
+}
+
+/* ---- payload rings ---- */
+
+/* Chunks of a message: 0 for inline ones. */
+MPIXD_HD uint32_t mpixd_nslots(const MPIX_Device_comm *h, size_t bytes) {
+  return bytes <= MPIXD_INLINE ? 0u : (uint32_t)((bytes + h->slot_bytes - 1) / h->slot_bytes);
+}
+
+/* Bytes of chunk j of a staged message of `bytes` bytes. */
+MPIXD_HD size_t mpixd_chunk_len(const MPIX_Device_comm *h, size_t bytes, uint32_t j) {
+  const size_t off = (size_t)j * h->slot_bytes;
+  const size_t rest = bytes - off;
+  return rest < h->slot_bytes ? rest : h->slot_bytes;
+}
 
 /* Claims n tickets on (dst, c) if the ring has room for all of them now;
  * returns 0 and *ticket, or MPIX_DEVICE_AGAIN having claimed nothing. */
@@ -429,7 +739,7 @@ MPIXD_HD int mpixd_claim_room(const MPIX_Device_comm *h, mpixd_schan *sc, uint32
     /* Credit first: every credit value was written after the tail passed
      * it, so a tail read after the acquire is >= credit. Read the other
      * way round, a stale tail under a fresh credit makes tail - credit wrap
-     * to ~4G and reports a full ring that has room (spurious AGAIN). */
+     * to ~4G and reports a full ring that has room. */
     const uint32_t credit = mpixd_load_acquire(&sc->credit);
     const uint32_t tail = mpixd_load_relaxed(&sc->tail);
     if ((uint64_t)(uint32_t)(tail - credit) + n > h->slots) return MPIX_DEVICE_AGAIN;
@@ -440,135 +750,80 @@ MPIXD_HD int mpixd_claim_room(const MPIX_Device_comm *h, mpixd_schan *sc, uint32
   }
 }
 
-/* Whether ticket t of (dst, c) may be written now. */
-MPIXD_HD bool mpixd_room_for(const MPIX_Device_comm *h, mpixd_schan *sc, uint32_t t) {
-  return (uint32_t)(t - mpixd_load_acquire(&sc->credit)) < h->slots;
+/* How many of the n tickets from t on may be written now (0 .. n). */
+MPIXD_HD uint32_t mpixd_room(const MPIX_Device_comm *h, mpixd_schan *sc, uint32_t t, uint32_t n) {
+  const int32_t free = mpixd_diff(mpixd_load_acquire(&sc->credit) + h->slots, t);
+  return free <= 0 ? 0u : (uint32_t)free < n ? (uint32_t)free : n;
 }
 
-/* Writes chunk j of a message whose first ticket is t (room checked by the
- * caller): fields and data by `lanes` threads; the caller then has all lanes
- * done (a barrier when lanes > 1) and lane 0 calls mpixd_publish. */
-MPIXD_HD void mpixd_put_chunk(const MPIX_Device_comm *h, int dst, uint32_t c, uint32_t t, uint32_t j, uint32_t nslots,
-                              int tag, const void *buf, size_t bytes, unsigned lane, unsigned lanes) {
-  const uint32_t pos = t + j;
-  const uint32_t slot = pos & (h->slots - 1);
-  char *base = h->bases[dst];
-  mpixd_entry *e = mpixd_entries(h, base, h->rank, c) + slot;
-  const size_t len = mpixd_chunk_len(h, bytes, j);
-  if (lane == 0) {
-    mpixd_store_relaxed((uint32_t *)&e->tag, (uint32_t)tag); /* read by lock-free peeks */
-    e->bytes = (uint32_t)(j == 0 ? bytes : len);
-    e->kind = j == 0 ? MPIXD_HEADER : MPIXD_CONT;
-    e->nslots = nslots;
-  }
-  const unsigned char *src = (const unsigned char *)buf + (size_t)j * h->slot_bytes;
-  if (bytes <= MPIXD_INLINE) mpixd_copy(e->data, src, len, lane, lanes);
-  else mpixd_copy(mpixd_staging(h, base, h->rank, c, slot), src, len, lane, lanes);
+/* Copies chunk j of a staged message (tickets from t) into its staging
+ * block (room checked by the caller); `lanes` threads share the copy, then
+ * the caller publishes it (mpixd_publish_chunk, after a barrier and a
+ * system fence when lanes > 1). */
+MPIXD_HD void mpixd_put_chunk(const MPIX_Device_comm *h, int dst, uint32_t c, uint32_t t, uint32_t j, const void *buf,
+                              size_t bytes, unsigned lane, unsigned lanes) {
+  const uint32_t slot = (t + j) & (h->slots - 1);
+  mpixd_copy(mpixd_staging(h, h->bases[dst], h->rank, c, slot), (const unsigned char *)buf + (size_t)j * h->slot_bytes,
+             mpixd_chunk_len(h, bytes, j), lane, lanes);
 }
 
-MPIXD_HD void mpixd_publish(const MPIX_Device_comm *h, int dst, uint32_t c, uint32_t pos) {
-  mpixd_entry *e = mpixd_entries(h, h->bases[dst], h->rank, c) + (pos & (h->slots - 1));
-  mpixd_fence_system();
-  mpixd_store_release(&e->seq, pos + 1);
+MPIXD_HD void mpixd_publish_chunk(const MPIX_Device_comm *h, int dst, uint32_t c, uint32_t pos) {
+  mpixd_store_release(mpixd_seqs(h, h->bases[dst], h->rank, c) + (pos & (h->slots - 1)), pos + 1);
 }
 
-/* ---- receiver (lock of the (src, c) queue held) ---- */
-
-/* Takes in every entry that arrived, in ticket order: headers matched to
- * the oldest posted receive of their tag or left unexpected. */
-MPIXD_HD void mpixd_take_arrivals(const MPIX_Device_comm *h, int src, uint32_t c, mpixd_rchan *rc) {
-  mpixd_entry *ring = mpixd_entries(h, h->local, src, c);
-  uint32_t *states = mpixd_slot_states(h, rc);
-  mpixd_posted *posted = mpixd_posted_of(h, rc);
-  for (;;) {
-    const uint32_t pos = rc->arr;
-    const uint32_t slot = pos & (h->slots - 1);
-    mpixd_entry *e = ring + slot;
-    if (mpixd_load_acquire(&e->seq) != pos + 1) break;
-    if (e->kind == MPIXD_CONT) {
-      if (states[slot] == MPIXD_S_FREE) mpixd_store_relaxed(&states[slot], MPIXD_S_CONT);
-    } else {
-      const int32_t tag = e->tag;
-      int best = -1;
-      for (uint32_t p = 0; p < h->posted; ++p) {
-        if (posted[p].state == MPIXD_P_POSTED && posted[p].tag == tag &&
-            (best < 0 || mpixd_diff(posted[p].order, posted[best].order) < 0))
-          best = (int)p;
-      }
-      if (best >= 0) {
-        posted[best].ticket = pos;
-        mpixd_store_relaxed(&posted[best].state, MPIXD_P_MATCHED);
-        mpixd_store_relaxed(&states[slot], MPIXD_S_BOUND);
-      } else {
-        mpixd_store_relaxed(&states[slot], MPIXD_S_UNEXP);
-      }
-    }
-    mpixd_store_relaxed(&rc->arr, pos + 1);
-  }
-}
-
-/* Releases the consumed prefix and returns its credits to the sender. */
-MPIXD_HD void mpixd_release(const MPIX_Device_comm *h, int src, uint32_t c, mpixd_rchan *rc) {
-  uint32_t *states = mpixd_slot_states(h, rc);
-  uint32_t lo = rc->lo;
-  const uint32_t start = lo;
-  while (lo != rc->arr && states[lo & (h->slots - 1)] == MPIXD_S_DONE) {
-    mpixd_store_relaxed(&states[lo & (h->slots - 1)], MPIXD_S_FREE);
-    ++lo;
-  }
-  if (lo == start) return;
-  mpixd_store_relaxed(&rc->lo, lo);
-  /* The slots' data was read before: order those reads before the credit. */
-  mpixd_fence_system();
-  mpixd_store_release(&mpixd_schan_of(h, h->bases[src], h->rank, c)->credit, lo);
-}
-
-/* Receive side of one message chunk: whether ticket pos has arrived. */
+/* Whether chunk ticket pos from src has arrived (acquire: its data may be
+ * read after a true answer). */
 MPIXD_HD bool mpixd_arrived(const MPIX_Device_comm *h, int src, uint32_t c, uint32_t pos) {
-  const mpixd_entry *e = mpixd_entries(h, h->local, src, c) + (pos & (h->slots - 1));
-  return mpixd_load_acquire(&e->seq) == pos + 1;
+  return mpixd_load_acquire(mpixd_seqs(h, h->local, src, c) + (pos & (h->slots - 1))) == pos + 1;
 }
 
 /* Copies chunk j of the message bound to r into its buffer (lanes
  * cooperating; truncated to the buffer). */
 MPIXD_HD void mpixd_get_chunk(const MPIX_Device_comm *h, const MPIX_Device_request *r, uint32_t j, unsigned lane,
                               unsigned lanes) {
-  const uint32_t pos = r->ticket + j;
-  const uint32_t slot = pos & (h->slots - 1);
   const size_t off = (size_t)j * h->slot_bytes;
-  if (off >= r->bytes && r->msg_bytes > MPIXD_INLINE) return;
+  if (off >= r->bytes) return;
   size_t len = mpixd_chunk_len(h, r->msg_bytes, j);
-  if (r->msg_bytes <= MPIXD_INLINE) {
-    if (len > r->bytes) len = r->bytes;
-    mpixd_entry *e = mpixd_entries(h, h->local, r->peer, r->chan) + slot;
-    mpixd_copy(r->buf, e->data, len, lane, lanes);
-    return;
-  }
   if (off + len > r->bytes) len = r->bytes - off;
-  mpixd_copy((unsigned char *)r->buf + off, mpixd_staging(h, h->local, r->peer, r->chan, slot), len, lane, lanes);
+  mpixd_copy((unsigned char *)r->buf + off, mpixd_staging(h, h->local, r->peer, r->chan, (r->ticket + j) & (h->slots - 1)),
+             len, lane, lanes);
 }
 
-/* Reads the header of the message bound to r (at r->ticket). */
-MPIXD_HD void mpixd_read_header(const MPIX_Device_comm *h, MPIX_Device_request *r) {
-  const mpixd_entry *e = mpixd_entries(h, h->local, r->peer, r->chan) + (r->ticket & (h->slots - 1));
-  r->msg_bytes = e->bytes;
-  r->nslots = e->nslots;
-  r->next = 0;
-  r->state = MPIXD_RECV_BOUND;
+/* Marks chunk ticket pos of (src, c) consumed (release: after the reads of
+ * its data). */
+MPIXD_HD void mpixd_mark_done(const MPIX_Device_comm *h, int src, uint32_t c, uint32_t pos) {
+  mpixd_store_release(mpixd_slot_states(mpixd_rchan_of(h, src, c)) + (pos & (h->slots - 1)), MPIXD_S_DONE);
 }
 
-/* Marks chunk ticket pos consumed and releases what it can; false (nothing
- * done) when the queue's lock is busy. */
-MPIXD_HD bool mpixd_try_consume(const MPIX_Device_comm *h, int src, uint32_t c, uint32_t pos) {
+/* Releases the consumed prefix of ring (src, c) and returns its credits.
+ * Whoever marked a chunk done calls it; a thread that does not get the
+ * lock leaves the work to the holder, which looks again after unlocking.
+ * The fences make that hand-over safe: a marker stores DONE then loads
+ * the lock, the holder stores the unlock then loads the state, so at
+ * least one of them sees the other. */
+MPIXD_HD void mpixd_ring_release(const MPIX_Device_comm *h, int src, uint32_t c) {
   mpixd_rchan *rc = mpixd_rchan_of(h, src, c);
-  if (!mpixd_try_lock(&rc->lock)) return false;
-  mpixd_store_relaxed(&mpixd_slot_states(h, rc)[pos & (h->slots - 1)], MPIXD_S_DONE);
-  /* Continuation chunks are consumed as they land, possibly before any
-   * receive took them in: take them in so that `lo` can pass them. */
-  mpixd_take_arrivals(h, src, c, rc);
-  mpixd_release(h, src, c, rc);
-  mpixd_unlock(&rc->lock);
-  return true;
+  uint32_t *states = mpixd_slot_states(rc);
+  const uint32_t mask = h->slots - 1;
+  for (;;) {
+    mpixd_fence_sc();
+    if (!mpixd_try_lock(&rc->lock)) return;
+    uint32_t lo = rc->lo;
+    const uint32_t start = lo;
+    while (mpixd_load_acquire(&states[lo & mask]) == MPIXD_S_DONE) {
+      mpixd_store_relaxed(&states[lo & mask], MPIXD_S_FREE);
+      ++lo;
+    }
+    if (lo != start) {
+      mpixd_store_relaxed(&rc->lo, lo);
+      /* Release: the slots' FREE marks (and the consumers' reads, which
+       * their DONE marks released) come before the sender's reuse. */
+      mpixd_store_release(&mpixd_schan_of(h, h->bases[src], h->rank, c)->credit, lo);
+    }
+    mpixd_unlock(&rc->lock);
+    mpixd_fence_sc();
+    if (mpixd_load_relaxed(&states[lo & mask]) != MPIXD_S_DONE) return;
+  }
 }
 
 /* ---- argument checks ---- */
@@ -576,7 +831,8 @@ MPIXD_HD bool mpixd_try_consume(const MPIX_Device_comm *h, int src, uint32_t c, 
 MPIXD_HD int mpixd_check(const MPIX_Device_comm *h, const void *buf, size_t bytes, int peer, int tag,
                          const MPIX_Device_request *r) {
   if (r == NULL || h->size <= 0) return MPIX_DEVICE_ERR_ARG;
-  if (h->path == MPIXD_PATH_IPC ? (h->bases == NULL || h->channels == 0) : (h->pq == NULL || h->pq_slots == 0))
+  if (h->path == MPIXD_PATH_IPC ? (h->bases == NULL || h->channels == 0 || h->buckets == 0 || h->keys == 0)
+                                : (h->pq == NULL || h->pq_slots == 0))
     return MPIX_DEVICE_ERR_ARG;
   if (peer < 0 || peer >= h->size) return MPIX_DEVICE_ERR_RANK;
   if (tag < 0 || tag > h->tag_ub) return MPIX_DEVICE_ERR_TAG;
@@ -676,26 +932,47 @@ MPIXD_HD int mpixd_proxy_test(const MPIX_Device_comm *h, MPIX_Device_request *r)
   return r->status;
 }
 
-/* ---- the calls, for one thread (the _block variants in ops.cuh build on
- * the same pieces) ---- */
 
-/* Starts a send whose first ticket is t: writes what the ring has room for. */
+/* ---- the calls, for one thread (ops.cuh adds warp-aggregated numbering
+ * and the _block variants, built on the same pieces) ---- */
+
+/* Moves a send on as far as it can without waiting: ring tickets (a
+ * message that fits the ring claims all at once, when there is room; a
+ * longer one claims them up front and streams), the table entry, then the
+ * chunks the ring has room for. */
 MPIXD_HD int mpixd_send_progress(const MPIX_Device_comm *h, MPIX_Device_request *r) {
-  mpixd_schan *sc = mpixd_schan_of(h, h->local, r->peer, r->chan);
-  while (r->next < r->nslots) {
-    const uint32_t pos = r->ticket + r->next;
-    if (!mpixd_room_for(h, sc, pos)) return MPIX_DEVICE_PENDING;
-    mpixd_put_chunk(h, r->peer, r->chan, r->ticket, r->next, r->nslots, r->tag, r->buf, r->bytes, 0, 1);
-    mpixd_publish(h, r->peer, r->chan, pos);
-    ++r->next;
+  if (r->nslots > 0 && !(r->flags & MPIXD_R_TICKETS)) {
+    mpixd_schan *sc = mpixd_schan_of(h, h->local, r->peer, r->chan);
+    if (r->nslots <= h->slots) {
+      if (mpixd_claim_room(h, sc, r->nslots, &r->ticket) != MPIX_DEVICE_SUCCESS) return MPIX_DEVICE_PENDING;
+    } else {
+      r->ticket = mpixd_fetch_add(&sc->tail, r->nslots);
+    }
+    r->flags |= MPIXD_R_TICKETS;
+  }
+  if (!(r->flags & MPIXD_R_POSTED)) {
+    uint32_t slot;
+    if (!mpixd_claim_way(h, r->peer, r->tag, r->seq, &slot)) return MPIX_DEVICE_PENDING;
+    mpixd_post_entry(h, r->peer, slot, r->tag, r->seq, (uint32_t)r->bytes, r->chan, r->ticket, r->nslots, r->buf);
+    r->flags |= MPIXD_R_POSTED;
+  }
+  if (r->next < r->nslots) {
+    mpixd_schan *sc = mpixd_schan_of(h, h->local, r->peer, r->chan);
+    for (uint32_t k = mpixd_room(h, sc, r->ticket + r->next, r->nslots - r->next); k > 0; --k) {
+      mpixd_put_chunk(h, r->peer, r->chan, r->ticket, r->next, r->buf, r->bytes, 0, 1);
+      mpixd_publish_chunk(h, r->peer, r->chan, r->ticket + r->next);
+      ++r->next;
+    }
+    if (r->next < r->nslots) return MPIX_DEVICE_PENDING;
   }
   r->state = MPIXD_DONE;
   r->status = MPIX_DEVICE_SUCCESS;
   return MPIX_DEVICE_SUCCESS;
 }
 
-MPIXD_HD void mpixd_send_init(const MPIX_Device_comm *h, MPIX_Device_request *r, const void *buf, size_t bytes,
-                              int peer, int tag) {
+/* Fills r for a send whose number within its key is seq and moves it on. */
+MPIXD_HD void mpixd_send_start(const MPIX_Device_comm *h, MPIX_Device_request *r, const void *buf, size_t bytes,
+                               int peer, int tag, uint32_t seq) {
   r->peer = peer;
   r->tag = tag;
   r->buf = (void *)buf;
@@ -703,176 +980,126 @@ MPIXD_HD void mpixd_send_init(const MPIX_Device_comm *h, MPIX_Device_request *r,
   r->msg_bytes = bytes;
   r->chan = mpixd_channel(h, tag);
   r->nslots = mpixd_nslots(h, bytes);
+  r->ticket = 0;
   r->next = 0;
+  r->seq = seq;
   r->flags = 0;
   r->status = MPIX_DEVICE_PENDING;
+  r->state = MPIXD_SEND;
+  mpixd_send_progress(h, r);
 }
 
-/* Host/one-thread MPIX_Isend: a message that fits the ring is written now
- * or not at all (MPIX_DEVICE_AGAIN); a longer one claims its tickets and
- * streams on in mpixd_test. */
+
+/* One thread's MPIX_Isend: SUCCESS with the request active. A message the
+ * table and ring have room for is written before the call returns (then
+ * the request is already complete); otherwise it goes out as room comes,
+ * while its owner tests the request. */
 MPIXD_HD int mpixd_isend(const MPIX_Device_comm *h, const void *buf, size_t bytes, int peer, int tag,
                          MPIX_Device_request *r) {
   const int rc = mpixd_check(h, buf, bytes, peer, tag, r);
   if (rc != MPIX_DEVICE_SUCCESS) return rc;
   if (h->path == MPIXD_PATH_PROXY) return mpixd_proxy_post(h, MPIXD_OP_SEND, (void *)buf, bytes, peer, tag, r);
-  mpixd_send_init(h, r, buf, bytes, peer, tag);
-  mpixd_schan *sc = mpixd_schan_of(h, h->local, peer, r->chan);
-  if (r->nslots <= h->slots) {
-    if (mpixd_claim_room(h, sc, r->nslots, &r->ticket) != MPIX_DEVICE_SUCCESS) {
-      r->state = MPIXD_INACTIVE;
-      return MPIX_DEVICE_AGAIN;
-    }
-  } else {
-    r->ticket = mpixd_fetch_add(&sc->tail, r->nslots);
-  }
-  r->state = MPIXD_SEND_STREAM;
-  mpixd_send_progress(h, r);
+  uint32_t seq;
+  const int st = mpixd_take_seq(h, true, peer, tag, 1, &seq);
+  if (st != MPIX_DEVICE_SUCCESS) return st;
+  mpixd_send_start(h, r, buf, bytes, peer, tag, seq);
   return MPIX_DEVICE_SUCCESS;
 }
 
-/* Receive of an inline message bound under the lock: copied and released
- * in the same critical section. */
-MPIXD_HD void mpixd_recv_inline_now(const MPIX_Device_comm *h, MPIX_Device_request *r, mpixd_rchan *rc) {
-  mpixd_get_chunk(h, r, 0, 0, 1);
-  mpixd_store_relaxed(&mpixd_slot_states(h, rc)[r->ticket & (h->slots - 1)], MPIXD_S_DONE);
-  mpixd_release(h, r->peer, r->chan, rc);
-  r->next = 1;
-  r->state = MPIXD_DONE;
-  r->status = r->msg_bytes > r->bytes ? MPIX_DEVICE_ERR_TRUNCATE : MPIX_DEVICE_SUCCESS;
-}
-
-/* Without the lock: whether taking it could start a receive of `tag`
- * (an arrival to take in, an unexpected message of the tag, or a free
- * posted entry). A hint: a stale word sends us to the lock for nothing or
- * to the next try. It keeps receives that wait for room in a full posted
- * table from queueing on the lock that the receives they wait for need. */
-MPIXD_HD bool mpixd_irecv_could_start(const MPIX_Device_comm *h, mpixd_rchan *rc, const mpixd_entry *ring, int tag) {
-  const uint32_t arr = mpixd_load_relaxed(&rc->arr);
-  if (mpixd_load_relaxed(&ring[arr & (h->slots - 1)].seq) == arr + 1) return true;
-  const mpixd_posted *posted = mpixd_posted_of(h, rc);
-  for (uint32_t p = 0; p < h->posted; ++p)
-    if (mpixd_load_relaxed(&posted[p].state) == MPIXD_P_FREE) return true;
-  const uint32_t *states = mpixd_slot_states(h, rc);
-  const uint32_t lo = mpixd_load_relaxed(&rc->lo);
-  for (uint32_t pos = lo; pos != arr && pos - lo < h->slots; ++pos) {
-    const uint32_t slot = pos & (h->slots - 1);
-    if (mpixd_load_relaxed(&states[slot]) == MPIXD_S_UNEXP &&
-        (int32_t)mpixd_load_relaxed((const uint32_t *)&ring[slot].tag) == tag)
-      return true;
-  }
-  return false;
-}
-
-MPIXD_HD int mpixd_irecv(const MPIX_Device_comm *h, void *buf, size_t bytes, int peer, int tag,
-                         MPIX_Device_request *r) {
-  const int rc0 = mpixd_check(h, buf, bytes, peer, tag, r);
-  if (rc0 != MPIX_DEVICE_SUCCESS) return rc0;
-  if (h->path == MPIXD_PATH_PROXY) return mpixd_proxy_post(h, MPIXD_OP_RECV, buf, bytes, peer, tag, r);
+MPIXD_HD void mpixd_recv_start(MPIX_Device_request *r, void *buf, size_t bytes, int peer, int tag, uint32_t seq) {
   r->peer = peer;
   r->tag = tag;
   r->buf = buf;
   r->bytes = bytes;
   r->msg_bytes = 0;
-  r->chan = mpixd_channel(h, tag);
+  r->seq = seq;
+  r->next = 0;
+  r->nslots = 0;
   r->flags = 0;
   r->status = MPIX_DEVICE_PENDING;
-  mpixd_rchan *rc = mpixd_rchan_of(h, peer, r->chan);
-  uint32_t *states = mpixd_slot_states(h, rc);
-  mpixd_entry *ring = mpixd_entries(h, h->local, peer, r->chan);
-  if (!mpixd_irecv_could_start(h, rc, ring, tag) || !mpixd_try_lock(&rc->lock)) {
-    r->state = MPIXD_INACTIVE;
-    return MPIX_DEVICE_AGAIN;
-  }
-  mpixd_take_arrivals(h, peer, r->chan, rc);
-  for (uint32_t pos = rc->lo; pos != rc->arr; ++pos) {
-    const uint32_t slot = pos & (h->slots - 1);
-    if (states[slot] == MPIXD_S_UNEXP && ring[slot].tag == tag) {
-      mpixd_store_relaxed(&states[slot], MPIXD_S_BOUND);
-      r->ticket = pos;
-      mpixd_read_header(h, r);
-      if (r->nslots == 1 && r->msg_bytes <= MPIXD_INLINE) mpixd_recv_inline_now(h, r, rc);
-      mpixd_unlock(&rc->lock);
-      return MPIX_DEVICE_SUCCESS;
+  r->state = MPIXD_RECV_WAIT;
+}
+
+/* One thread's MPIX_Irecv: SUCCESS with the request active (the receive
+ * takes its number within its key now, so MPI's order among receives of a
+ * key is the order of these calls). */
+MPIXD_HD int mpixd_irecv(const MPIX_Device_comm *h, void *buf, size_t bytes, int peer, int tag,
+                         MPIX_Device_request *r) {
+  const int rc = mpixd_check(h, buf, bytes, peer, tag, r);
+  if (rc != MPIX_DEVICE_SUCCESS) return rc;
+  if (h->path == MPIXD_PATH_PROXY) return mpixd_proxy_post(h, MPIXD_OP_RECV, buf, bytes, peer, tag, r);
+  uint32_t seq;
+  const int st = mpixd_take_seq(h, false, peer, tag, 1, &seq);
+  if (st != MPIX_DEVICE_SUCCESS) return st;
+  mpixd_recv_start(r, buf, bytes, peer, tag, seq);
+  return MPIX_DEVICE_SUCCESS;
+}
+
+/* A waiting receive: whether its message is in the table; if so takes it
+ * (an inline one completes the receive, a staged one binds it to its
+ * chunks) and frees its way. */
+MPIXD_HD bool mpixd_recv_match(const MPIX_Device_comm *h, MPIX_Device_request *r) {
+  const int32_t slot = mpixd_find(h, r->peer, r->tag, r->seq);
+  if (slot < 0) return false;
+  const mpixd_ment *e = mpixd_ments(h, h->local, r->peer) + slot;
+  const mpixd_w16 head = *(const mpixd_w16 *)e;
+  r->msg_bytes = (uint32_t)head.a;
+  if (r->msg_bytes <= MPIXD_INLINE) {
+    if (r->msg_bytes > 0 && r->bytes > 0) {
+      mpixd_w16 w[2];
+      w[0] = ((const mpixd_w16 *)e->data)[0];
+      w[1] = ((const mpixd_w16 *)e->data)[1];
+      mpixd_inline_store(r->buf, w, r->msg_bytes < r->bytes ? r->msg_bytes : r->bytes);
     }
+    mpixd_free_way(h, r->peer, (uint32_t)slot);
+    r->state = MPIXD_DONE;
+    r->status = r->msg_bytes > r->bytes ? MPIX_DEVICE_ERR_TRUNCATE : MPIX_DEVICE_SUCCESS;
+    return true;
   }
-  mpixd_posted *posted = mpixd_posted_of(h, rc);
-  for (uint32_t p = 0; p < h->posted; ++p) {
-    if (posted[p].state != MPIXD_P_FREE) continue;
-    posted[p].tag = tag;
-    posted[p].order = rc->post_order++;
-    mpixd_store_relaxed(&posted[p].state, MPIXD_P_POSTED);
-    r->posted = p;
-    r->state = MPIXD_RECV_POSTED;
-    mpixd_unlock(&rc->lock);
-    return MPIX_DEVICE_SUCCESS;
-  }
-  mpixd_unlock(&rc->lock);
-  r->state = MPIXD_INACTIVE;
-  return MPIX_DEVICE_AGAIN;
+  r->chan = (uint32_t)(head.a >> 32);
+  r->ticket = (uint32_t)head.b;
+  r->nslots = (uint32_t)(head.b >> 32);
+  mpixd_free_way(h, r->peer, (uint32_t)slot);
+  r->next = 0;
+  r->state = MPIXD_RECV_BOUND;
+  return true;
 }
 
-/* A posted receive: whether it got its message (binds r if so). */
-MPIXD_HD bool mpixd_recv_bind(const MPIX_Device_comm *h, MPIX_Device_request *r) {
-  mpixd_rchan *rc = mpixd_rchan_of(h, r->peer, r->chan);
-  mpixd_posted *p = mpixd_posted_of(h, rc) + r->posted;
-  /* A peek without the lock first: the lock is needed only once this
-   * receive was matched or an arrival waits to be taken in. So receives
-   * that wait poll two words instead of queueing on the channel's lock,
-   * and the thread that takes in their messages (and the owners of the
-   * receives it matches) find the lock free. A stale `arr` only sends us
-   * to the lock for nothing (the slot then holds a newer ticket or the
-   * same one, already taken in); a missed update is seen at the next poll. */
-  if (mpixd_load_relaxed(&p->state) != MPIXD_P_MATCHED) {
-    const uint32_t arr = mpixd_load_relaxed(&rc->arr);
-    const mpixd_entry *e = mpixd_entries(h, h->local, r->peer, r->chan) + (arr & (h->slots - 1));
-    if (mpixd_load_relaxed(&e->seq) != arr + 1) return false;
+MPIXD_HD int mpixd_recv_progress(const MPIX_Device_comm *h, MPIX_Device_request *r) {
+  if (r->state == MPIXD_RECV_WAIT && !mpixd_recv_match(h, r)) return MPIX_DEVICE_PENDING;
+  if (r->state == MPIXD_RECV_BOUND) {
+    const uint32_t start = r->next;
+    while (r->next < r->nslots && mpixd_arrived(h, r->peer, r->chan, r->ticket + r->next)) {
+      mpixd_get_chunk(h, r, r->next, 0, 1);
+      mpixd_mark_done(h, r->peer, r->chan, r->ticket + r->next);
+      ++r->next;
+    }
+    if (r->next != start) mpixd_ring_release(h, r->peer, r->chan);
+    if (r->next < r->nslots) return MPIX_DEVICE_PENDING;
+    r->state = MPIXD_DONE;
+    r->status = r->msg_bytes > r->bytes ? MPIX_DEVICE_ERR_TRUNCATE : MPIX_DEVICE_SUCCESS;
   }
-  bool bound = false;
-  if (!mpixd_try_lock(&rc->lock)) return false;
-  mpixd_take_arrivals(h, r->peer, r->chan, rc);
-  if (p->state == MPIXD_P_MATCHED) {
-    r->ticket = p->ticket;
-    mpixd_store_relaxed(&p->state, MPIXD_P_FREE);
-    mpixd_read_header(h, r);
-    if (r->nslots == 1 && r->msg_bytes <= MPIXD_INLINE) mpixd_recv_inline_now(h, r, rc);
-    bound = true;
-  }
-  mpixd_unlock(&rc->lock);
-  return bound;
+  return MPIX_DEVICE_SUCCESS;
 }
 
-/* One thread's MPIX_Test. */
+/* One thread's MPIX_Test: PENDING, or the request's final status (the
+ * request then inactive). */
 MPIXD_HD int mpixd_test(const MPIX_Device_comm *h, MPIX_Device_request *r) {
   if (r == NULL) return MPIX_DEVICE_ERR_ARG;
   switch (r->state) {
-    case MPIXD_DONE: r->state = MPIXD_INACTIVE; return r->status;
     case MPIXD_PROXIED: return mpixd_proxy_test(h, r);
-    case MPIXD_SEND_STREAM:
+    case MPIXD_SEND:
       if (mpixd_send_progress(h, r) != MPIX_DEVICE_SUCCESS) return MPIX_DEVICE_PENDING;
-      r->state = MPIXD_INACTIVE;
-      return r->status;
-    case MPIXD_RECV_POSTED:
-      if (!mpixd_recv_bind(h, r)) return MPIX_DEVICE_PENDING;
-      if (r->state == MPIXD_DONE) { r->state = MPIXD_INACTIVE; return r->status; }
-      /* fall through */
+      break;
+    case MPIXD_RECV_WAIT:
     case MPIXD_RECV_BOUND:
-      while (r->next < r->nslots) {
-        const uint32_t pos = r->ticket + r->next;
-        if (!(r->flags & MPIXD_F_COPIED)) {
-          if (!mpixd_arrived(h, r->peer, r->chan, pos)) return MPIX_DEVICE_PENDING;
-          mpixd_get_chunk(h, r, r->next, 0, 1);
-          r->flags |= MPIXD_F_COPIED;
-        }
-        if (!mpixd_try_consume(h, r->peer, r->chan, pos)) return MPIX_DEVICE_PENDING;
-        r->flags &= ~MPIXD_F_COPIED;
-        ++r->next;
-      }
-      r->state = MPIXD_INACTIVE;
-      r->status = r->msg_bytes > r->bytes ? MPIX_DEVICE_ERR_TRUNCATE : MPIX_DEVICE_SUCCESS;
-      return r->status;
+      if (mpixd_recv_progress(h, r) != MPIX_DEVICE_SUCCESS) return MPIX_DEVICE_PENDING;
+      break;
+    case MPIXD_DONE: break;
     default: return MPIX_DEVICE_ERR_REQUEST;
   }
+  r->state = MPIXD_INACTIVE;
+  return r->status;
 }
 
 #endif

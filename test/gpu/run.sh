@@ -229,9 +229,9 @@ fi
 if has_stage bench-dev; then
 log "benchmark: device-initiated MPIX_Send/MPIX_Recv (bench_dev_p2p)"
 mps_start
-# Many channels for the message-rate test (one tag per sending thread).
+# Rings of their own for the bandwidth test's block pairs (a tag each).
 if [ -x bench/bench_dev_p2p ]; then
-  MPIX_DEVICE_CHANNELS=1024 timeout 150 "$MPIEXEC" -n 2 bench/bench_dev_p2p "$OUT/bench_dev_p2p.csv" \
+  MPIX_DEVICE_CHANNELS=128 timeout 150 "$MPIEXEC" -n 2 bench/bench_dev_p2p "$OUT/bench_dev_p2p.csv" \
     >"$OUT/bench_dev_p2p.txt" 2>&1 || { echo "bench_dev_p2p failed (exit $?)"; bench_fail=1; }
   cat "$OUT/bench_dev_p2p.txt"
 fi

@@ -1,12 +1,15 @@
 // The device send/recv queue protocol (include/mpix_device/proto.h)
 // compiled as plain C++: mailboxes in host memory, std::threads as the GPU
-// threads of two or three "ranks". Layout, descriptor encoding, chunking,
-// tickets and credits (back-pressure exactly at the ring size, streaming of
-// messages longer than the ring), matching (posted vs unexpected, FIFO per
-// (source, tag), tags apart), truncation, argument checks, and a
-// randomised multi-threaded run with checksummed payloads.
+// threads of two or three "ranks". Layout, chunking, per-key numbering and
+// hash-table matching (FIFO per (source, tag), tags apart, receives of a
+// key completing in any order), back-pressure of the message table, the
+// payload rings and the key tables, streaming of
+// messages longer than the ring, truncation, argument checks, counter
+// wrap-around, the proxy descriptors, and randomised multi-threaded runs
+// with checksummed payloads.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
@@ -19,18 +22,23 @@
 
 namespace {
 
+struct Shape {
+  uint32_t channels = 2, slots = 16, slot_bytes = 256, buckets = 64, keys = 64;
+};
+
 // A fake node of `size` ranks sharing one address space.
 struct World {
   std::vector<std::unique_ptr<char[]>> mem;
   std::vector<char *> bases;
   std::vector<MPIX_Device_comm> h;
-  World(int size, uint32_t channels, uint32_t slots, uint32_t slot_bytes, uint32_t posted) {
+  World(int size, const Shape &s) {
     MPIX_Device_comm t{};
     t.size = size;
-    t.channels = channels;
-    t.slots = slots;
-    t.slot_bytes = slot_bytes;
-    t.posted = posted;
+    t.channels = s.channels;
+    t.slots = s.slots;
+    t.slot_bytes = s.slot_bytes;
+    t.buckets = s.buckets;
+    t.keys = s.keys;
     t.tag_ub = 1 << 20;
     const uint64_t bytes = mpixd_layout(&t, 0);
     for (int r = 0; r < size; ++r) {
@@ -45,6 +53,13 @@ struct World {
       h.push_back(x);
     }
   }
+  // Occupied ways of src's table at dst (0 when everything was received).
+  uint32_t ways_in_use(int src, int dst) const {
+    uint32_t n = 0;
+    const uint32_t *c = mpixd_claims(&h[src], h[src].local, dst);
+    for (uint32_t b = 0; b < h[src].buckets; ++b) n += uint32_t(__builtin_popcount(c[b]));
+    return n;
+  }
 };
 
 unsigned char pat(size_t i, unsigned seed) { return static_cast<unsigned char>(((i + 1) * 2654435761u + seed * 40503u) >> 9); }
@@ -55,13 +70,17 @@ std::vector<unsigned char> payload(size_t n, unsigned seed) {
   return v;
 }
 
+int wait(const MPIX_Device_comm &h, MPIX_Device_request *r) {
+  int rc;
+  while ((rc = mpixd_test(&h, r)) == MPIX_DEVICE_PENDING) std::this_thread::yield();
+  return rc;
+}
+
 int send_blocking(const MPIX_Device_comm &h, const void *buf, size_t n, int peer, int tag) {
   MPIX_Device_request r{};
   int rc;
   while ((rc = mpixd_isend(&h, buf, n, peer, tag, &r)) == MPIX_DEVICE_AGAIN) std::this_thread::yield();
-  if (rc != MPIX_DEVICE_SUCCESS) return rc;
-  while ((rc = mpixd_test(&h, &r)) == MPIX_DEVICE_PENDING) std::this_thread::yield();
-  return rc;
+  return rc == MPIX_DEVICE_SUCCESS ? wait(h, &r) : rc;
 }
 
 int recv_blocking(const MPIX_Device_comm &h, void *buf, size_t cap, int peer, int tag, size_t *got) {
@@ -69,42 +88,65 @@ int recv_blocking(const MPIX_Device_comm &h, void *buf, size_t cap, int peer, in
   int rc;
   while ((rc = mpixd_irecv(&h, buf, cap, peer, tag, &r)) == MPIX_DEVICE_AGAIN) std::this_thread::yield();
   if (rc != MPIX_DEVICE_SUCCESS) return rc;
-  while ((rc = mpixd_test(&h, &r)) == MPIX_DEVICE_PENDING) std::this_thread::yield();
+  rc = wait(h, &r);
   *got = r.msg_bytes;
   return rc;
 }
 
 TEST(DevProto, EntryAndLayout) {
-  EXPECT_EQ(sizeof(mpixd_entry), 64u);
+  EXPECT_EQ(sizeof(mpixd_ment), 64u);
+  EXPECT_EQ(sizeof(mpixd_keyslot), 16u);
   EXPECT_EQ(sizeof(mpixd_schan), 256u);
-  World w(3, 8, 16, 512, 4);
+  EXPECT_EQ(sizeof(mpixd_rchan), 128u);
+  Shape s;
+  s.channels = 8;
+  s.slots = 16;
+  s.slot_bytes = 512;
+  s.buckets = 32;
+  s.keys = 128;
+  World w(3, s);
   const MPIX_Device_comm &h = w.h[0];
-  EXPECT_EQ(h.off_entries % 256, 0u);
-  EXPECT_LE(h.off_entries + 3ull * 8 * 16 * 64, h.off_staging);
+  // Regions in order, each big enough for all ranks, lines 64-byte aligned.
+  EXPECT_EQ(h.off_mkeys % 256, 0u);
+  EXPECT_LE(h.off_mkeys + 3ull * 32 * MPIXD_WAYS * 8, h.off_ments);
+  EXPECT_LE(h.off_ments + 3ull * 32 * MPIXD_WAYS * 64, h.off_claims);
+  EXPECT_LE(h.off_claims + 3ull * 32 * 4, h.off_skeys);
+  EXPECT_LE(h.off_skeys + 128ull * 16, h.off_rkeys);
+  EXPECT_LE(h.off_rkeys + 128ull * 16, h.off_seqs);
+  EXPECT_LE(h.off_seqs + 3ull * 8 * 16 * 4, h.off_staging);
   EXPECT_LE(h.off_staging + 3ull * 8 * 16 * 512, h.off_rchan);
   EXPECT_LE(h.off_rchan + 3ull * 8 * h.rchan_bytes, h.off_schan);
-  // The per-queue pieces do not overlap their neighbours.
-  mpixd_rchan *r0 = mpixd_rchan_of(&h, 0, 0), *r1 = mpixd_rchan_of(&h, 0, 1);
-  EXPECT_LE(reinterpret_cast<char *>(mpixd_posted_of(&h, r0) + h.posted), reinterpret_cast<char *>(r1));
-  EXPECT_EQ(reinterpret_cast<char *>(mpixd_entries(&h, h.local, 1, 0)) - reinterpret_cast<char *>(mpixd_entries(&h, h.local, 0, 0)),
-            8 * 16 * 64);
+  EXPECT_LE(sizeof(mpixd_rchan) + 4 * h.slots, h.rchan_bytes);
+  EXPECT_EQ(reinterpret_cast<char *>(mpixd_mkeys(&h, h.local, 1)) - reinterpret_cast<char *>(mpixd_mkeys(&h, h.local, 0)),
+            32 * MPIXD_WAYS * 8);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(mpixd_mkeys(&h, h.local, 2)) % 64, 0u);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(mpixd_ments(&h, h.local, 1)) % 16, 0u);
+  // Match keys are never an empty way, and tell tag and number apart.
+  EXPECT_NE(mpixd_mkey(0, 0), 0u);
+  EXPECT_NE(mpixd_mkey(1, 0), mpixd_mkey(0, 1));
+  EXPECT_NE(mpixd_mkey(0x7fffffff, 0xffffffffu), mpixd_mkey(0x7ffffffe, 0xffffffffu));
+  EXPECT_NE(mpixd_key(0, 0), 0u);
+  EXPECT_NE(mpixd_key(1, 0), mpixd_key(0, 1));
 }
 
 TEST(DevProto, ChunksCoverEveryByte) {
-  World w(1, 1, 4, 256, 2);
+  Shape s;
+  s.slots = 4;
+  World w(1, s);
   const MPIX_Device_comm &h = w.h[0];
   for (size_t n : {0ul, 1ul, 32ul, 33ul, 255ul, 256ul, 257ul, 1000ul, 4096ul}) {
     const uint32_t k = mpixd_nslots(&h, n);
     size_t sum = 0;
     for (uint32_t j = 0; j < k; ++j) sum += mpixd_chunk_len(&h, n, j);
-    EXPECT_EQ(sum, n) << n;
-    EXPECT_EQ(k, n <= MPIXD_INLINE ? 1u : (n + 255) / 256) << n;
+    EXPECT_EQ(sum, k ? n : 0) << n;
+    EXPECT_EQ(k, n <= MPIXD_INLINE ? 0u : (n + 255) / 256) << n;
   }
   for (int tag : {0, 1, 77, 1 << 19}) EXPECT_LT(mpixd_channel(&w.h[0], tag), h.channels);
+  for (uint32_t seq : {0u, 1u, 0xffffffffu}) EXPECT_LT(mpixd_bucket(&h, 5, seq), h.buckets);
 }
 
 TEST(DevProto, ArgumentChecks) {
-  World w(2, 4, 4, 256, 2);
+  World w(2, Shape{});
   MPIX_Device_request r{};
   char b[4] = {};
   EXPECT_EQ(mpixd_isend(&w.h[0], b, 4, 2, 0, &r), MPIX_DEVICE_ERR_RANK);
@@ -119,38 +161,18 @@ TEST(DevProto, ArgumentChecks) {
   EXPECT_EQ(mpixd_test(&w.h[1], &r), MPIX_DEVICE_ERR_REQUEST);
   MPIX_Device_comm none{};
   EXPECT_EQ(mpixd_isend(&none, b, 4, 0, 0, &r), MPIX_DEVICE_ERR_ARG);
+  MPIX_Device_comm no_table = w.h[0];
+  no_table.buckets = 0;
+  EXPECT_EQ(mpixd_isend(&no_table, b, 4, 1, 0, &r), MPIX_DEVICE_ERR_ARG);
+  // Rejected calls number nothing: the next message of tag 0 is its first.
+  EXPECT_EQ(mpixd_key_counter(mpixd_send_keys(&w.h[0]), w.h[0].keys, mpixd_key(1, 0))[0], 0u);
 }
 
-// A ring of 4 takes exactly 4 single-slot messages, then says AGAIN
-// (claiming nothing); each receive returns one credit.
-TEST(DevProto, BackPressureAtRingSize) {
-  World w(2, 1, 4, 256, 2);
-  MPIX_Device_request r{};
-  for (int i = 0; i < 4; ++i) {
-    ASSERT_EQ(mpixd_isend(&w.h[0], &i, sizeof i, 1, 9, &r), MPIX_DEVICE_SUCCESS);
-    ASSERT_EQ(mpixd_test(&w.h[0], &r), MPIX_DEVICE_SUCCESS);
-  }
-  int v = 4;
-  EXPECT_EQ(mpixd_isend(&w.h[0], &v, sizeof v, 1, 9, &r), MPIX_DEVICE_AGAIN);
-  EXPECT_EQ(mpixd_schan_of(&w.h[0], w.h[0].local, 1, 0)->tail, 4u);
-  // A 3-slot message does not fit either, and claims nothing.
-  std::vector<unsigned char> big(600, 1);
-  EXPECT_EQ(mpixd_isend(&w.h[0], big.data(), big.size(), 1, 9, &r), MPIX_DEVICE_AGAIN);
-  int got = -1;
-  size_t n = 0;
-  ASSERT_EQ(recv_blocking(w.h[1], &got, sizeof got, 0, 9, &n), MPIX_DEVICE_SUCCESS);
-  EXPECT_EQ(got, 0);
-  EXPECT_EQ(mpixd_isend(&w.h[0], &v, sizeof v, 1, 9, &r), MPIX_DEVICE_SUCCESS);
-  for (int i = 1; i <= 4; ++i) {
-    ASSERT_EQ(recv_blocking(w.h[1], &got, sizeof got, 0, 9, &n), MPIX_DEVICE_SUCCESS);
-    EXPECT_EQ(got, i);
-  }
-}
-
-// Receives match by tag (not arrival order), FIFO within a tag, posted
-// before or after the message arrived.
+// Receives match by (source, tag), not by arrival: the n-th receive of a key
+// gets its n-th message, posted before or after it arrived, and receives of
+// one key may complete in any order.
 TEST(DevProto, MatchingOrder) {
-  World w(2, 2, 16, 256, 4);
+  World w(2, Shape{});
   const MPIX_Device_comm &s = w.h[0], &r = w.h[1];
   int a = 0, b = 0, c = 0;
   MPIX_Device_request ra{}, rb{}, rc{};
@@ -162,7 +184,7 @@ TEST(DevProto, MatchingOrder) {
   EXPECT_EQ(a, 10);
   ASSERT_EQ(mpixd_irecv(&r, &b, 4, 0, 6, &rb), MPIX_DEVICE_SUCCESS);  // unexpected, oldest first
   ASSERT_EQ(mpixd_irecv(&r, &c, 4, 0, 6, &rc), MPIX_DEVICE_SUCCESS);
-  EXPECT_EQ(mpixd_test(&r, &rc), MPIX_DEVICE_SUCCESS);
+  EXPECT_EQ(mpixd_test(&r, &rc), MPIX_DEVICE_SUCCESS);  // the second receive completes first
   EXPECT_EQ(mpixd_test(&r, &rb), MPIX_DEVICE_SUCCESS);
   EXPECT_EQ(b, 1);
   EXPECT_EQ(c, 2);
@@ -171,33 +193,145 @@ TEST(DevProto, MatchingOrder) {
   EXPECT_EQ(a, 3);
   ASSERT_EQ(recv_blocking(r, &a, 4, 0, 5, &n), MPIX_DEVICE_SUCCESS);
   EXPECT_EQ(a, 11);
-  // Everything consumed: every credit came back.
-  for (uint32_t ch = 0; ch < 2; ++ch)
+  // Staged messages of a key keep their order too, mixed with inline ones.
+  const auto big1 = payload(700, 1), big2 = payload(300, 2);
+  std::vector<unsigned char> in1(700), in2(700), in3(700);
+  ASSERT_EQ(send_blocking(s, big1.data(), big1.size(), 1, 7), MPIX_DEVICE_SUCCESS);
+  ASSERT_EQ(send_blocking(s, &a, 4, 1, 7), MPIX_DEVICE_SUCCESS);
+  ASSERT_EQ(send_blocking(s, big2.data(), big2.size(), 1, 7), MPIX_DEVICE_SUCCESS);
+  MPIX_Device_request q[3] = {};
+  for (int i = 0; i < 3; ++i)
+    ASSERT_EQ(mpixd_irecv(&r, (i == 0 ? in1 : i == 1 ? in2 : in3).data(), 700, 0, 7, &q[i]), MPIX_DEVICE_SUCCESS);
+  for (int i = 2; i >= 0; --i) EXPECT_EQ(wait(r, &q[i]), MPIX_DEVICE_SUCCESS);
+  EXPECT_EQ(q[0].msg_bytes, 700u);
+  EXPECT_EQ(q[1].msg_bytes, 4u);
+  EXPECT_EQ(q[2].msg_bytes, 300u);
+  EXPECT_EQ(0, std::memcmp(in1.data(), big1.data(), 700));
+  EXPECT_EQ(0, std::memcmp(in3.data(), big2.data(), 300));
+  // Everything consumed: every way and every credit came back.
+  EXPECT_EQ(w.ways_in_use(0, 1), 0u);
+  for (uint32_t ch = 0; ch < s.channels; ++ch)
     EXPECT_EQ(mpixd_schan_of(&s, s.local, 1, ch)->credit, mpixd_schan_of(&s, s.local, 1, ch)->tail);
 }
 
-// Posted-receive table full: AGAIN, nothing lost.
-TEST(DevProto, PostedTableFull) {
-  World w(2, 1, 8, 256, 2);
-  int x[3];
-  MPIX_Device_request q[3] = {};
-  EXPECT_EQ(mpixd_irecv(&w.h[1], &x[0], 4, 0, 1, &q[0]), MPIX_DEVICE_SUCCESS);
-  EXPECT_EQ(mpixd_irecv(&w.h[1], &x[1], 4, 0, 2, &q[1]), MPIX_DEVICE_SUCCESS);
-  EXPECT_EQ(mpixd_irecv(&w.h[1], &x[2], 4, 0, 3, &q[2]), MPIX_DEVICE_AGAIN);
-  for (int t = 1; t <= 3; ++t) ASSERT_EQ(send_blocking(w.h[0], &t, 4, 1, t), MPIX_DEVICE_SUCCESS);
-  EXPECT_EQ(mpixd_test(&w.h[1], &q[1]), MPIX_DEVICE_SUCCESS);
-  EXPECT_EQ(mpixd_irecv(&w.h[1], &x[2], 4, 0, 3, &q[2]), MPIX_DEVICE_SUCCESS);  // arrived: completes at once
-  EXPECT_EQ(mpixd_test(&w.h[1], &q[2]), MPIX_DEVICE_SUCCESS);
-  EXPECT_EQ(mpixd_test(&w.h[1], &q[0]), MPIX_DEVICE_SUCCESS);
-  EXPECT_EQ(x[0], 1);
-  EXPECT_EQ(x[1], 2);
-  EXPECT_EQ(x[2], 3);
+// A table of one bucket holds MPIXD_WAYS messages; a further send is
+// accepted but stays pending (nothing written, nothing lost) until a
+// receive frees a way. Inline and staged sends alike.
+TEST(DevProto, TableBackPressure) {
+  Shape sh;
+  sh.buckets = 1;
+  World w(2, sh);
+  const MPIX_Device_comm &s = w.h[0], &r = w.h[1];
+  MPIX_Device_request q[MPIXD_WAYS + 2] = {};
+  int v[MPIXD_WAYS + 2];
+  for (unsigned i = 0; i < MPIXD_WAYS; ++i) {
+    v[i] = int(i);
+    ASSERT_EQ(mpixd_isend(&s, &v[i], 4, 1, 9, &q[i]), MPIX_DEVICE_SUCCESS);
+    EXPECT_EQ(mpixd_test(&s, &q[i]), MPIX_DEVICE_SUCCESS);
+  }
+  EXPECT_EQ(w.ways_in_use(0, 1), MPIXD_WAYS);
+  const auto big = payload(600, 3);
+  v[MPIXD_WAYS] = 100;
+  ASSERT_EQ(mpixd_isend(&s, &v[MPIXD_WAYS], 4, 1, 9, &q[MPIXD_WAYS]), MPIX_DEVICE_SUCCESS);
+  ASSERT_EQ(mpixd_isend(&s, big.data(), big.size(), 1, 9, &q[MPIXD_WAYS + 1]), MPIX_DEVICE_SUCCESS);
+  for (int k = 0; k < 3; ++k) {
+    EXPECT_EQ(mpixd_test(&s, &q[MPIXD_WAYS]), MPIX_DEVICE_PENDING);
+    EXPECT_EQ(mpixd_test(&s, &q[MPIXD_WAYS + 1]), MPIX_DEVICE_PENDING);
+  }
+  int got = -1;
+  size_t n = 0;
+  ASSERT_EQ(recv_blocking(r, &got, sizeof got, 0, 9, &n), MPIX_DEVICE_SUCCESS);
+  EXPECT_EQ(got, 0);
+  EXPECT_EQ(mpixd_test(&s, &q[MPIXD_WAYS]), MPIX_DEVICE_SUCCESS);  // the freed way: to the first to ask
+  EXPECT_EQ(mpixd_test(&s, &q[MPIXD_WAYS + 1]), MPIX_DEVICE_PENDING);
+  for (unsigned i = 1; i < MPIXD_WAYS; ++i) {
+    ASSERT_EQ(recv_blocking(r, &got, sizeof got, 0, 9, &n), MPIX_DEVICE_SUCCESS);
+    EXPECT_EQ(got, int(i));
+  }
+  ASSERT_EQ(recv_blocking(r, &got, sizeof got, 0, 9, &n), MPIX_DEVICE_SUCCESS);
+  EXPECT_EQ(got, 100);
+  std::vector<unsigned char> in(600);
+  MPIX_Device_request rr{};
+  ASSERT_EQ(mpixd_irecv(&r, in.data(), in.size(), 0, 9, &rr), MPIX_DEVICE_SUCCESS);
+  EXPECT_EQ(mpixd_test(&r, &rr), MPIX_DEVICE_PENDING);  // its message is not in the table yet
+  EXPECT_EQ(wait(s, &q[MPIXD_WAYS + 1]), MPIX_DEVICE_SUCCESS);
+  EXPECT_EQ(wait(r, &rr), MPIX_DEVICE_SUCCESS);
+  EXPECT_EQ(in, big);
+  EXPECT_EQ(w.ways_in_use(0, 1), 0u);
+}
+
+// A ring of 4 slots takes messages worth 4 chunks at once; the next staged
+// message waits for credits (pending, nothing claimed), inline ones pass.
+TEST(DevProto, RingBackPressure) {
+  Shape sh;
+  sh.channels = 1;
+  sh.slots = 4;
+  World w(2, sh);
+  const MPIX_Device_comm &s = w.h[0], &r = w.h[1];
+  const auto m0 = payload(500, 0), m1 = payload(400, 1), m2 = payload(100, 2);
+  MPIX_Device_request q[4] = {};
+  ASSERT_EQ(mpixd_isend(&s, m0.data(), m0.size(), 1, 4, &q[0]), MPIX_DEVICE_SUCCESS);
+  ASSERT_EQ(mpixd_isend(&s, m1.data(), m1.size(), 1, 4, &q[1]), MPIX_DEVICE_SUCCESS);
+  EXPECT_EQ(mpixd_test(&s, &q[0]), MPIX_DEVICE_SUCCESS);
+  EXPECT_EQ(mpixd_test(&s, &q[1]), MPIX_DEVICE_SUCCESS);
+  EXPECT_EQ(mpixd_schan_of(&s, s.local, 1, 0)->tail, 4u);
+  ASSERT_EQ(mpixd_isend(&s, m2.data(), m2.size(), 1, 4, &q[2]), MPIX_DEVICE_SUCCESS);
+  EXPECT_EQ(mpixd_test(&s, &q[2]), MPIX_DEVICE_PENDING);
+  EXPECT_EQ(mpixd_schan_of(&s, s.local, 1, 0)->tail, 4u);  // claimed nothing
+  int x = 7;
+  ASSERT_EQ(send_blocking(s, &x, sizeof x, 1, 5), MPIX_DEVICE_SUCCESS);
+  std::vector<unsigned char> in(600);
+  size_t n = 0;
+  ASSERT_EQ(recv_blocking(r, in.data(), in.size(), 0, 4, &n), MPIX_DEVICE_SUCCESS);
+  EXPECT_EQ(n, 500u);
+  EXPECT_EQ(0, std::memcmp(in.data(), m0.data(), 500));
+  EXPECT_EQ(wait(s, &q[2]), MPIX_DEVICE_SUCCESS);
+  ASSERT_EQ(recv_blocking(r, in.data(), in.size(), 0, 4, &n), MPIX_DEVICE_SUCCESS);
+  EXPECT_EQ(0, std::memcmp(in.data(), m1.data(), 400));
+  ASSERT_EQ(recv_blocking(r, in.data(), in.size(), 0, 4, &n), MPIX_DEVICE_SUCCESS);
+  EXPECT_EQ(0, std::memcmp(in.data(), m2.data(), 100));
+  ASSERT_EQ(recv_blocking(r, &x, sizeof x, 0, 5, &n), MPIX_DEVICE_SUCCESS);
+  EXPECT_EQ(x, 7);
+  EXPECT_EQ(mpixd_schan_of(&s, s.local, 1, 0)->credit, 5u);
+}
+
+// The key tables number (peer, tag) pairs: a table of 4 takes 4 pairs on
+// each side; a fifth pair is refused (nothing numbered, nothing sent),
+// pairs already in the table keep working.
+TEST(DevProto, KeyTableFull) {
+  Shape sh;
+  sh.keys = 4;
+  World w(3, sh);
+  const MPIX_Device_comm &s = w.h[0], &r = w.h[1];
+  int v = 1;
+  MPIX_Device_request q{};
+  for (int tag = 0; tag < 3; ++tag) ASSERT_EQ(send_blocking(s, &v, 4, 1, tag), MPIX_DEVICE_SUCCESS);
+  ASSERT_EQ(send_blocking(s, &v, 4, 2, 0), MPIX_DEVICE_SUCCESS);  // (2, 0) is a pair of its own
+  EXPECT_EQ(mpixd_isend(&s, &v, 4, 1, 3, &q), MPIX_DEVICE_ERR_KEYS);
+  EXPECT_EQ(mpixd_isend(&s, &v, 4, 2, 1, &q), MPIX_DEVICE_ERR_KEYS);
+  EXPECT_EQ(w.ways_in_use(0, 1), 3u);
+  size_t n = 0;
+  for (int tag = 0; tag < 3; ++tag) ASSERT_EQ(recv_blocking(r, &v, 4, 0, tag, &n), MPIX_DEVICE_SUCCESS);
+  MPIX_Device_request rq{};
+  ASSERT_EQ(mpixd_irecv(&r, &v, 4, 2, 7, &rq), MPIX_DEVICE_SUCCESS);  // the receiver's fourth pair
+  EXPECT_EQ(mpixd_irecv(&r, &v, 4, 0, 3, &q), MPIX_DEVICE_ERR_KEYS);
+  ASSERT_EQ(send_blocking(w.h[2], &v, 4, 1, 7), MPIX_DEVICE_SUCCESS);
+  EXPECT_EQ(wait(r, &rq), MPIX_DEVICE_SUCCESS);
+  v = 42;
+  ASSERT_EQ(send_blocking(s, &v, 4, 1, 2), MPIX_DEVICE_SUCCESS);
+  v = 0;
+  ASSERT_EQ(recv_blocking(r, &v, 4, 0, 2, &n), MPIX_DEVICE_SUCCESS);
+  EXPECT_EQ(v, 42);
+  ASSERT_EQ(recv_blocking(w.h[2], &v, 4, 0, 0, &n), MPIX_DEVICE_SUCCESS);
+  EXPECT_EQ(w.ways_in_use(0, 1) + w.ways_in_use(0, 2) + w.ways_in_use(2, 1), 0u);
 }
 
 // Messages longer than the ring stream through it; truncation keeps the
 // buffer's bytes and reports the full size.
 TEST(DevProto, StreamingAndTruncation) {
-  World w(2, 2, 2, 256, 2);
+  Shape sh;
+  sh.slots = 2;
+  World w(2, sh);
   for (size_t n : {33ul, 256ul, 257ul, 512ul, 5000ul, 100000ul}) {
     const auto src = payload(n, unsigned(n));
     std::vector<unsigned char> dst(n + 16, 0xEE);
@@ -224,6 +358,37 @@ TEST(DevProto, StreamingAndTruncation) {
     EXPECT_EQ(0, std::memcmp(dst.data(), src.data(), cap));
     EXPECT_EQ(dst[cap], 0xEE);
   }
+  // An inline message into a smaller buffer.
+  const auto src = payload(30, 9);
+  std::vector<unsigned char> dst(30, 0xEE);
+  size_t got = 0;
+  ASSERT_EQ(send_blocking(w.h[0], src.data(), 30, 1, 5), MPIX_DEVICE_SUCCESS);
+  EXPECT_EQ(recv_blocking(w.h[1], dst.data() + 1, 20, 0, 5, &got), MPIX_DEVICE_ERR_TRUNCATE);
+  EXPECT_EQ(got, 30u);
+  EXPECT_EQ(0, std::memcmp(dst.data() + 1, src.data(), 20));
+  EXPECT_EQ(dst[21], 0xEE);
+  EXPECT_EQ(dst[0], 0xEE);
+}
+
+// Inline payloads at every size and alignment on both sides.
+TEST(DevProto, InlineEveryAlignment) {
+  World w(2, Shape{});
+  alignas(16) unsigned char src[64], dst[64];
+  for (size_t n = 0; n <= MPIXD_INLINE; ++n)
+    for (size_t a = 0; a < 16; a += 3) {
+      const auto v = payload(n, unsigned(n * 16 + a));
+      if (n) std::memcpy(src + a, v.data(), n);
+      std::memset(dst, 0xEE, sizeof dst);
+      size_t got = 0;
+      ASSERT_EQ(send_blocking(w.h[0], src + a, n, 1, 8), MPIX_DEVICE_SUCCESS);
+      ASSERT_EQ(recv_blocking(w.h[1], dst + (15 - a), MPIXD_INLINE, 0, 8, &got), MPIX_DEVICE_SUCCESS);
+      EXPECT_EQ(got, n);
+      EXPECT_TRUE(n == 0 || 0 == std::memcmp(dst + (15 - a), v.data(), n)) << n << " at +" << a;
+      EXPECT_EQ(dst[15 - a + n], 0xEE) << n << " at +" << a;
+      if (a != 15) {
+        EXPECT_EQ(dst[14 - a], 0xEE) << n << " at +" << a;
+      }
+    }
 }
 
 // Many sender threads on `sources` ranks, as many receiver threads on one
@@ -231,13 +396,13 @@ TEST(DevProto, StreamingAndTruncation) {
 // random sizes and multiplicities.
 struct StressShape {
   int sources, pairs, keys, msgs;
-  uint32_t channels, slots, slot_bytes, posted;
+  Shape queues;
   size_t max_bytes;                   // receive buffer size
   size_t (*size)(std::mt19937 &rng);  // a message's size
 };
 
 void stress(const StressShape &s) {
-  World w(s.sources + 1, s.channels, s.slots, s.slot_bytes, s.posted);
+  World w(s.sources + 1, s.queues);
   const int dst = s.sources;
   std::atomic<int> errors{0};
   std::vector<std::thread> threads;
@@ -258,9 +423,8 @@ void stress(const StressShape &s) {
               if (send_blocking(w.h[src], v.data(), n, dst, tag) != MPIX_DEVICE_SUCCESS) ++errors;
             } else {
               size_t got = 0;
-              if (recv_blocking(w.h[dst], buf.data(), buf.size(), src, tag, &got) != MPIX_DEVICE_SUCCESS || got != n ||
-                  (n > 0 &&
-                   std::memcmp(buf.data(), payload(n, seed).data(), n) != 0))
+              if (recv_blocking(w.h[dst], buf.data(), buf.size(), src, tag, &got) != MPIX_DEVICE_SUCCESS ||
+                  got != n || (n > 0 && std::memcmp(buf.data(), payload(n, seed).data(), n) != 0))
                 ++errors;
             }
           }
@@ -270,14 +434,40 @@ void stress(const StressShape &s) {
   }
   for (auto &t : threads) t.join();
   EXPECT_EQ(errors.load(), 0);
+  for (int src = 0; src < s.sources; ++src) EXPECT_EQ(w.ways_in_use(src, dst), 0u);
 }
 
 // Two sending ranks, 6 pairs each, 3 keys per pair, sizes inline, staged
 // and streamed (rings of 256-byte slots).
-void stress(uint32_t channels, uint32_t slots, uint32_t posted) {
+void stress(Shape q) {
   const int scale = std::getenv("MPIX_TEST_SCALE") ? std::atoi(std::getenv("MPIX_TEST_SCALE")) : 1;
-  stress({2, 6, 3, 1000 * scale, channels, slots, 256, posted, 2000,
+  q.slot_bytes = 256;
+  stress({2, 6, 3, 1000 * scale, q, 2000,
           [](std::mt19937 &rng) -> size_t { return rng() % 4 == 0 ? rng() % 2000 : rng() % 40; }});
+}
+
+Shape shape(uint32_t channels, uint32_t slots, uint32_t buckets) {
+  Shape q;
+  q.channels = channels;
+  q.slots = slots;
+  q.buckets = buckets;
+  return q;
+}
+
+TEST(DevProto, StressTinyQueues) { stress(shape(4, 2, 1)); }
+TEST(DevProto, StressOneChannel) { stress(shape(1, 8, 4)); }
+TEST(DevProto, StressWide) { stress(shape(32, 16, 256)); }
+
+// test/gpu/dev_p2p's test_many as its one-channel GPU entry runs it: 1
+// channel, 8 slots of 16 KiB, a table of 4 buckets, 128 thread pairs on 4
+// keys each, mostly inline sizes, some staged. Host threads play the GPU
+// threads, so a stall here would be the protocol's, not the GPU's.
+TEST(DevProto, OneChannelManyThreadsLikeGpuTest) {
+  Shape q = shape(1, 8, 4);
+  q.slot_bytes = 16384;
+  q.keys = 1024;
+  stress({1, 128, 4, 10, q, 200,
+          [](std::mt19937 &rng) -> size_t { return rng() % 8 == 0 ? 33 + rng() % 167 : rng() % 33; }});
 }
 
 // A proxy queue of rank 0 (of 2) in plain host memory, whose host side the
@@ -428,42 +618,46 @@ TEST(DevProto, ProxyBounceBuffers) {
     }
 }
 
-// A long run's 32-bit counters wrap: start every ticket, credit, arrival,
-// release and posted-receive age just below 2^32 (ring entries hold the
-// sequence numbers the previous round left) and stream messages, inline,
-// staged and longer than the ring, across the wrap. Order and contents must
-// survive, the oldest posted receive must still win across the age wrap,
-// and every credit must come back.
-void preset_counters(World &w, uint32_t t0) {
+// A long run's 32-bit counters wrap: start every ticket, credit, release
+// and per-key number just below 2^32 (ring slots hold the sequence words the
+// previous round left) and stream messages, inline, staged and longer than
+// the ring, across the wrap. Order and contents must survive, and every
+// credit and way must come back.
+void preset_counters(World &w, uint32_t t0, std::initializer_list<int> tags) {
   for (int dst = 0; dst < int(w.h.size()); ++dst) {
     const MPIX_Device_comm &rh = w.h[dst];
-    for (int src = 0; src < int(w.h.size()); ++src)
+    for (int src = 0; src < int(w.h.size()); ++src) {
       for (uint32_t c = 0; c < rh.channels; ++c) {
-        mpixd_rchan *rc = mpixd_rchan_of(&rh, src, c);
-        rc->arr = rc->lo = t0;
-        rc->post_order = t0;
-        mpixd_entry *ring = mpixd_entries(&rh, rh.local, src, c);
+        mpixd_rchan_of(&rh, src, c)->lo = t0;
+        uint32_t *seqs = mpixd_seqs(&rh, rh.local, src, c);
         // Slot s last held the ticket p < t0 with p = s (mod slots).
-        for (uint32_t k = 1; k <= rh.slots; ++k) ring[(t0 - k) & (rh.slots - 1)].seq = t0 - k + 1;
+        for (uint32_t k = 1; k <= rh.slots; ++k) seqs[(t0 - k) & (rh.slots - 1)] = t0 - k + 1;
         mpixd_schan *sc = mpixd_schan_of(&w.h[src], w.h[src].local, dst, c);
         sc->tail = sc->credit = t0;
       }
+      for (int tag : tags) {
+        *mpixd_key_counter(mpixd_send_keys(&w.h[src]), w.h[src].keys, mpixd_key(dst, tag)) = t0;
+        *mpixd_key_counter(mpixd_recv_keys(&rh), rh.keys, mpixd_key(src, tag)) = t0;
+      }
+    }
   }
 }
 
 TEST(DevProto, CountersWrap) {
-  World w(2, 2, 4, 256, 4);
-  preset_counters(w, 0xfffffffeu);  // ages 0xfffffffe, 0xffffffff, 0, 1
+  Shape sh;
+  sh.slots = 4;
+  World w(2, sh);
+  preset_counters(w, 0xfffffffeu, {3, 10, 11});
   const MPIX_Device_comm &s = w.h[0], &r = w.h[1];
-  // Posted receives whose ages straddle the wrap: FIFO must still hold.
+  // Receives whose numbers straddle the wrap: FIFO must still hold.
   int a[4] = {-1, -1, -1, -1};
   MPIX_Device_request q[4] = {};
   for (int i = 0; i < 4; ++i) ASSERT_EQ(mpixd_irecv(&r, &a[i], 4, 0, 3, &q[i]), MPIX_DEVICE_SUCCESS);
-  EXPECT_EQ(mpixd_rchan_of(&r, 0, mpixd_channel(&r, 3))->post_order, 2u);
+  EXPECT_EQ(q[3].seq, 1u);
   for (int i = 0; i < 4; ++i) ASSERT_EQ(send_blocking(s, &i, 4, 1, 3), MPIX_DEVICE_SUCCESS);
   for (int i = 0; i < 4; ++i) {
     EXPECT_EQ(mpixd_test(&r, &q[i]), MPIX_DEVICE_SUCCESS);
-    EXPECT_EQ(a[i], i) << "posted receive " << i;
+    EXPECT_EQ(a[i], i) << "receive " << i;
   }
   // Then a mixed stream through both channels, one thread per side, so the
   // tickets of every ring run well past the wrap.
@@ -485,23 +679,12 @@ TEST(DevProto, CountersWrap) {
   rx.join();
   for (int tag : {3, 10, 11}) {
     const mpixd_schan *sc = mpixd_schan_of(&s, s.local, 1, mpixd_channel(&s, tag));
-    EXPECT_LT(sc->tail, 1000u) << "tag " << tag << ": its tickets wrapped";
     EXPECT_EQ(sc->credit, sc->tail) << "tag " << tag;
+    if (tag != 3) {
+      EXPECT_LT(sc->tail, 1000u) << "tag " << tag << ": its tickets wrapped";
+    }
   }
+  EXPECT_EQ(w.ways_in_use(0, 1), 0u);
 }
-
-// test/gpu/dev_p2p's test_many as the one-channel GPU entry runs it (which
-// stalls on the GPU, 2026-11-23): 1 channel, 8 slots of 16 KiB, 32 posted
-// entries, 128 thread pairs on 4 keys each, mostly inline sizes, some
-// staged. Host threads play the GPU threads, so a stall here would be the
-// protocol's, not the GPU's.
-TEST(DevProto, OneChannelManyThreadsLikeGpuTest) {
-  stress({1, 128, 4, 10, 1, 8, 16384, 32, 200,
-          [](std::mt19937 &rng) -> size_t { return rng() % 8 == 0 ? 33 + rng() % 167 : rng() % 33; }});
-}
-
-TEST(DevProto, StressTinyRings) { stress(4, 2, 2); }
-TEST(DevProto, StressOneChannel) { stress(1, 8, 4); }
-TEST(DevProto, StressWide) { stress(32, 16, 8); }
 
 }  // namespace
