@@ -23,8 +23,10 @@
 #include <cuda_runtime.h>
 #include <mpi.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <stdlib.h>
 #include <vector>
 
@@ -82,6 +84,40 @@ __global__ void putsig_self(PutSig *a, PutSig *b, int iters, int warm, bool fenc
 __global__ void putsig_ipc(PutSig *mine, PutSig *theirs, bool initiator, int iters, int warm, bool fence,
                            unsigned long long *ns) {
   putsig_pingpong(mine, theirs, initiator, iters, warm, fence, ns);
+}
+
+// What one memory operation of the protocol costs one thread here, each in
+// a dependent chain (the next address or value waits for the last result),
+// stores back to back: ns per operation, to split the per-call costs.
+constexpr int kOps = 13;
+const char *const kOpNames[kOps] = {"ld.volatile", "ld.acq.gpu", "ld.acq.sys", "atom.add", "cas.gpu", "cas.acq.sys",
+                                    "st.rel.gpu", "st.rel.sys", "red.rel.gpu", "red.rel.sys", "fence.gpu",
+                                    "fence.sys", "match.any"};
+__global__ void op_costs(unsigned *w, int iters, unsigned long long *ns) {
+  unsigned x = 0;
+  for (int op = 0; op < kOps; ++op) {
+    const unsigned long long t0 = now_ns();
+    for (int i = 0; i < iters; ++i) {
+      unsigned *p = w + (x >> 30);  // x stays small: always w, but after x is known
+      switch (op) {
+        case 0: asm volatile("ld.volatile.global.u32 %0, [%1];" : "=r"(x) : "l"(p) : "memory"); break;
+        case 1: asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(x) : "l"(p) : "memory"); break;
+        case 2: asm volatile("ld.acquire.sys.global.u32 %0, [%1];" : "=r"(x) : "l"(p) : "memory"); break;
+        case 3: x = atomicAdd(p, 0u); break;
+        case 4: x = atomicCAS(p, 0u, 0u); break;
+        case 5: asm volatile("atom.acquire.sys.global.cas.b32 %0, [%1], 0, 0;" : "=r"(x) : "l"(p) : "memory"); break;
+        case 6: asm volatile("st.release.gpu.global.u32 [%0], 0;" ::"l"(p) : "memory"); break;
+        case 7: asm volatile("st.release.sys.global.u32 [%0], 0;" ::"l"(p) : "memory"); break;
+        case 8: asm volatile("red.release.gpu.global.and.b32 [%0], 0;" ::"l"(p) : "memory"); break;
+        case 9: asm volatile("red.release.sys.global.and.b32 [%0], 0;" ::"l"(p) : "memory"); break;
+        case 10: __threadfence(); break;
+        case 11: __threadfence_system(); break;
+        case 12: x = __match_any_sync(__activemask(), x) >> 1; break;
+      }
+    }
+    ns[op] = now_ns() - t0;
+  }
+  if (x == 12345) *w = x;
 }
 
 // Per-call costs: batches of k sends to this rank's own ring (k <= slots,
@@ -158,7 +194,7 @@ __device__ void rate_body(MPIX_Device_comm c, int peer, bool sending, unsigned g
   atomicMax(last, now_ns());
 }
 
-__global__ void rate_ipc(MPIX_Device_comm c, int peer, bool sending, int msgs, unsigned long long *first,
+__global__ void __launch_bounds__(256, 2) rate_ipc(MPIX_Device_comm c, int peer, bool sending, int msgs, unsigned long long *first,
                          unsigned long long *last, unsigned *bad) {
   rate_body(c, peer, sending, blockIdx.x * blockDim.x + threadIdx.x, msgs, first, last, bad);
 }
@@ -216,6 +252,13 @@ struct Timers {
 FILE *g_csv = nullptr;
 int g_rank = 0;
 
+// BENCH_DEV_ONLY=a,b: only these parts (putsig, ops, call, latency,
+// proxy, rate, bw); all by default.
+bool want(const char *part) {
+  const char *only = std::getenv("BENCH_DEV_ONLY");
+  return only == nullptr || *only == '\0' || std::strstr(only, part) != nullptr;
+}
+
 void row(const char *what, const char *path, size_t bytes, double value, const char *unit) {
   if (g_rank != 0) return;
   std::printf("%-10s %-5s %10zu %12.3f %s\n", what, path, bytes, value, unit);
@@ -242,6 +285,7 @@ int main(int argc, char **argv) {
   }
   int sms = 0;
   CHECK_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, gpu));
+  const int sharing = mpix_test::ranks_on_my_gpu(MPI_COMM_WORLD);
   MPI_Comm world, self;
   MPIX_Comm_dup_nowildcard(MPI_COMM_WORLD, &world);
   MPIX_Comm_dup_nowildcard(MPI_COMM_SELF, &self);
@@ -276,7 +320,7 @@ int main(int argc, char **argv) {
   const int ipc_iters = std::getenv("BENCH_DEV_IPC_ITERS") ? std::atoi(std::getenv("BENCH_DEV_IPC_ITERS")) : 50;
 
   // ---- floor: one-sided put+signal by hand ----
-  {
+  if (want("putsig")) {
     PutSig *ps_mem = nullptr;  // [0], [1]: self; [2]: this rank's word for the ipc pair
     CHECK_CUDA(cudaMalloc(&ps_mem, 3 * sizeof(PutSig)));
     PutSig *peer_word = nullptr;
@@ -322,8 +366,29 @@ int main(int argc, char **argv) {
     cudaFree(ps_mem);
   }
 
+  // ---- what single memory operations cost ----
+  if (g_rank == 0 && want("ops")) {
+    unsigned *w = nullptr;
+    unsigned long long *ns = nullptr;
+    CHECK_CUDA(cudaMalloc(&w, 256));
+    CHECK_CUDA(cudaMemset(w, 0, 256));
+    CHECK_CUDA(cudaMalloc(&ns, kOps * sizeof(unsigned long long)));
+    const int iters = 2000;
+    op_costs<<<1, 1>>>(w, 100, ns);  // warm-up
+    op_costs<<<1, 1>>>(w, iters, ns);
+    unsigned long long h[kOps];
+    CHECK_CUDA(cudaMemcpy(h, ns, sizeof h, cudaMemcpyDeviceToHost));
+    for (int op = 0; op < kOps; ++op) {
+      char name[32];
+      std::snprintf(name, sizeof name, "op/%s", kOpNames[op]);
+      row(name, "gpu", 4, double(h[op]) / iters, "ns");
+    }
+    cudaFree(w);
+    cudaFree(ns);
+  }
+
   // ---- per-call costs ----
-  if (g_rank == 0) {
+  if (g_rank == 0 && want("call")) {
     const int k = hs.slots < 16 ? int(hs.slots) : 16, batches = 200;
     t.reset();
     call_costs<<<1, 1>>>(hs, k, batches, t.d, t.d + 1);
@@ -334,7 +399,7 @@ int main(int argc, char **argv) {
   }
 
   // ---- latency ----
-  for (size_t n = 8; n <= maxn; n *= 4) {
+  for (size_t n = 8; want("latency") && n <= maxn; n *= 4) {
     const int iters = n >= (1u << 20) ? 20 : 1000;
     if (g_rank == 0) {
       t.reset();
@@ -355,7 +420,7 @@ int main(int argc, char **argv) {
   }
 
   // ---- proxy latency ----
-  for (size_t n = 8; proxy_ok && n <= maxn; n *= 16) {
+  for (size_t n = 8; proxy_ok && want("proxy") && n <= maxn; n *= 16) {
     const int iters = n >= (1u << 20) ? 10 : 200;
     if (g_rank == 0) {
       t.reset();
@@ -376,7 +441,7 @@ int main(int argc, char **argv) {
   }
 
   // ---- message rate, 8 B ----
-  {
+  if (want("rate")) {
     const int msgs = 200;
     if (g_rank == 0) {
       t.reset();
@@ -390,13 +455,19 @@ int main(int argc, char **argv) {
       MPI_Barrier(MPI_COMM_WORLD);
       if (g_rank < 2) {
         t.reset();
-        rate_ipc<<<sms, 256>>>(hw, 1 - g_rank, g_rank == 0, 20, t.d, t.d + 1, bad);
+        // Both sides' grids must be resident at once (senders wait for
+        // room only receivers make): on a GPU the two ranks share, each gets
+        // its share of the blocks the GPU holds.
+        int per_sm = 0;
+        CHECK_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, rate_ipc, 256, 0));
+        const int blocks = std::min(sms, sms * per_sm / sharing);
+        rate_ipc<<<blocks, 256>>>(hw, 1 - g_rank, g_rank == 0, 20, t.d, t.d + 1, bad);
         CHECK_CUDA(cudaDeviceSynchronize());
         auto v = t.get();
         unsigned long long w[2] = {v[0], v[1]}, all[2] = {0, 0};
         MPI_Reduce(&w[0], &all[0], 1, MPI_UNSIGNED_LONG_LONG, MPI_MIN, 0, MPI_COMM_WORLD);
         MPI_Reduce(&w[1], &all[1], 1, MPI_UNSIGNED_LONG_LONG, MPI_MAX, 0, MPI_COMM_WORLD);
-        const double n = double(sms) * 256 * 20;
+        const double n = double(blocks) * 256 * 20;
         row("rate", "ipc", 8, n / ((all[1] - all[0]) / 1e9) / 1e6, "Mmsg/s");
       }
     }
@@ -406,7 +477,7 @@ int main(int argc, char **argv) {
   }
 
   // ---- bandwidth at 16 MiB ----
-  {
+  if (want("bw")) {
     const int iters = 10;
     if (g_rank == 0) {
       cudaEvent_t e0, e1;

@@ -14,6 +14,7 @@ std::unique_ptr<DevComm> DevComm::create(const MPIX_Device_comm &h, DevStatus *s
   d->h_ = h;
   *status = DevStatus::kCudaError;
   if (cudaGetDevice(&d->device_) != cudaSuccess) return nullptr;
+  if (cudaDeviceGetPCIBusId(d->gpu_id_, sizeof d->gpu_id_, d->device_) != cudaSuccess) return nullptr;
   const std::uint64_t bytes = mpixd_layout(&d->h_, 0);
   if (cudaMalloc(&d->mailbox_, bytes) != cudaSuccess) {
     d->mailbox_ = nullptr;

@@ -29,6 +29,10 @@ class DevComm {
 
   // This mailbox's IPC handle (kIpcHandleBytes).
   const unsigned char *ipc_handle() const { return handle_; }
+  // This mailbox's GPU as a PCI bus id (kGpuIdBytes, NUL-terminated): ranks
+  // with equal ids share one GPU, so they synchronise at GPU scope.
+  static constexpr std::size_t kGpuIdBytes = 32;
+  const char *gpu_id() const { return gpu_id_; }
   // Maps every peer's mailbox (handles: size * kIpcHandleBytes, by rank).
   DevStatus connect(const unsigned char *handles);
   const MPIX_Device_comm &handle() const { return h_; }
@@ -45,6 +49,7 @@ class DevComm {
   void *bases_dev_ = nullptr;
   std::vector<void *> mapped_;  // peers' mailboxes opened here
   unsigned char handle_[kIpcHandleBytes] = {};
+  char gpu_id_[kGpuIdBytes] = {};
 };
 
 // Host memory the GPU reads and writes directly (pinned, mapped; with

@@ -3,6 +3,7 @@
 // queue) hangs on the communicator as an attribute, so MPI_Comm_free (or
 // MPI_Finalize) releases it.
 #include <cstdint>
+#include <cstring>
 #include <memory>
 #include <vector>
 
@@ -142,6 +143,14 @@ int MPIX_Comm_device_handle(MPI_Comm comm, MPIX_Device_comm *handle) {
     worst = agree(comm, status_error(st));
     if (worst >= 0) return raise_error(comm, static_cast<Err>(worst), __func__);
     h = owner->ipc->handle();
+    // Peers on this GPU synchronise at GPU scope, the others at system
+    // scope (mpixd_near).
+    constexpr int kId = static_cast<int>(device::DevComm::kGpuIdBytes);
+    std::vector<char> ids(static_cast<std::size_t>(h.size) * kId);
+    PMPI_Allgather(owner->ipc->gpu_id(), kId, MPI_CHAR, ids.data(), kId, MPI_CHAR, comm);
+    for (int r = 0; r < h.size && r < 64; ++r)
+      if (std::strncmp(ids.data() + static_cast<std::size_t>(r) * kId, owner->ipc->gpu_id(), kId) == 0)
+        h.gpu_peers |= std::uint64_t{1} << r;
   }
   owner->h = h;
   *handle = h;

@@ -1,18 +1,20 @@
 # `make check`: unit tests, MPI tests (under mpiexec) and GPU tests (skipped
 # visibly without a GPU), all run by test/runtests, which prints the tally.
-EXTRA_DIST += test/runtests test/check-symbols.sh test/check-install.sh test/install/consumer.c \
+EXTRA_DIST += test/runtests test/check-symbols.sh test/check-install.sh test/gpu/check-ptx.sh test/install/consumer.c \
 	test/install/CMakeLists.txt
 MPIX_TESTLISTS = test/mpi/testlist
 MPIX_TEST_SKIPS =
 MPIX_TEST_ENV = MPIEXEC="$(MPIEXEC)" MPIEXEC_FLAGS="$(MPIEXEC_FLAGS)" \
 	MPIX_LIB="$(abs_top_builddir)/src/.libs/libmpix.so" NM="$(NM)" MAKE="$(MAKE)" \
-	MPIX_BUILDDIR="$(abs_top_builddir)" MPIX_SRCDIR="$(abs_top_srcdir)" MPIX_SANITIZED="$(MPIX_SANITIZED)"
+	MPIX_BUILDDIR="$(abs_top_builddir)" MPIX_SRCDIR="$(abs_top_srcdir)" MPIX_SANITIZED="$(MPIX_SANITIZED)" \
+	NVCC="$(NVCC)" NVCC_ARCHFLAGS="$(NVCC_ARCHFLAGS)" MPI_CPPFLAGS="$(MPI_CPPFLAGS)"
 
 check-local: all
 	@$(MPIX_TEST_ENV) $(top_srcdir)/test/runtests \
 	  $(foreach t,$(MPIX_UNIT_TESTS),--unit $(t)) \
 	  --script $(top_srcdir)/test/check-symbols.sh \
 	  --script $(top_srcdir)/test/check-install.sh \
+	  --script $(top_srcdir)/test/gpu/check-ptx.sh \
 	  $(foreach l,$(MPIX_TESTLISTS),--testlist $(l)) $(MPIX_TEST_SKIPS)
 
 # MPICH's own test suite: natively, under LD_PRELOAD, and its pt2pt tests

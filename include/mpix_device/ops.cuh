@@ -14,8 +14,23 @@
 #define MPIXD_BACKOFF_IPC_NS 256u
 #define MPIXD_BACKOFF_PROXY_NS 4096u
 
-__device__ __forceinline__ unsigned mpixd_backoff_max(const MPIX_Device_comm &comm) {
-  return comm.path == MPIXD_PATH_PROXY ? MPIXD_BACKOFF_PROXY_NS : MPIXD_BACKOFF_IPC_NS;
+__device__ __forceinline__ unsigned mpixd_backoff_max(int path) {
+  return path == MPIXD_PATH_PROXY ? MPIXD_BACKOFF_PROXY_NS : MPIXD_BACKOFF_IPC_NS;
+}
+
+/* The handle as the protocol functions see it: through a pointer whose
+ * origin the compiler cannot see. nvcc 13.0 miscompiled the plain &comm in
+ * a kernel with many inlined calls (test/gpu/dev_p2p's calls_send, an
+ * invalid __local__ read caught by compute-sanitizer on an H100,
+ * 2026-11-24): it addressed the kernel's by-value handle parameter in
+ * param space (cvta.param) and then read it as local memory
+ * (cvta.to.local). Laundered, the handle is copied to local memory once
+ * per call and read through a generic pointer. test/gpu/check-ptx.sh looks
+ * for the pattern in the compiled tests. */
+__device__ __forceinline__ const MPIX_Device_comm *mpixd_launder(const MPIX_Device_comm *p) {
+  const MPIX_Device_comm *q;
+  asm("mov.b64 %0, %1;" : "=l"(q) : "l"(p));
+  return q;
 }
 
 /* mpixd_take_seq for the lanes of a warp that call it together: lanes with
@@ -32,7 +47,7 @@ __device__ __forceinline__ int mpixd_take_seq_warp(const MPIX_Device_comm &comm,
   const unsigned leader = __ffs(group) - 1;
   uint32_t base = 0;
   int rc = MPIX_DEVICE_SUCCESS;
-  if (lane == leader) rc = mpixd_take_seq(&comm, send, peer, tag, __popc(group), &base);
+  if (lane == leader) rc = mpixd_take_seq(mpixd_launder(&comm), send, peer, tag, __popc(group), &base);
   rc = __shfl_sync(group, rc, leader);
   base = __shfl_sync(group, base, leader);
   *seq = base + __popc(group & lower);
@@ -47,13 +62,13 @@ __device__ __forceinline__ int mpixd_take_seq_warp(const MPIX_Device_comm &comm,
  * MPIX_DEVICE_AGAIN when its queue is full (nothing was sent; retry). */
 __device__ inline int MPIX_Isend(const void *buf, size_t bytes, int peer, int tag, MPIX_Device_comm comm,
                                  MPIX_Device_request *req) {
-  const int rc = mpixd_check(&comm, buf, bytes, peer, tag, req);
+  const int rc = mpixd_check(mpixd_launder(&comm), buf, bytes, peer, tag, req);
   if (rc != MPIX_DEVICE_SUCCESS) return rc;
-  if (comm.path == MPIXD_PATH_PROXY) return mpixd_isend(&comm, buf, bytes, peer, tag, req);
+  if (comm.path == MPIXD_PATH_PROXY) return mpixd_isend(mpixd_launder(&comm), buf, bytes, peer, tag, req);
   uint32_t seq;
   const int st = mpixd_take_seq_warp(comm, true, peer, tag, &seq);
   if (st != MPIX_DEVICE_SUCCESS) return st;
-  mpixd_send_start(&comm, req, buf, bytes, peer, tag, seq);
+  mpixd_send_start(mpixd_launder(&comm), req, buf, bytes, peer, tag, seq);
   return MPIX_DEVICE_SUCCESS;
 }
 
@@ -63,9 +78,9 @@ __device__ inline int MPIX_Isend(const void *buf, size_t bytes, int peer, int ta
  * order). Proxy path: MPIX_DEVICE_AGAIN when its queue is full. */
 __device__ inline int MPIX_Irecv(void *buf, size_t bytes, int peer, int tag, MPIX_Device_comm comm,
                                  MPIX_Device_request *req) {
-  const int rc = mpixd_check(&comm, buf, bytes, peer, tag, req);
+  const int rc = mpixd_check(mpixd_launder(&comm), buf, bytes, peer, tag, req);
   if (rc != MPIX_DEVICE_SUCCESS) return rc;
-  if (comm.path == MPIXD_PATH_PROXY) return mpixd_irecv(&comm, buf, bytes, peer, tag, req);
+  if (comm.path == MPIXD_PATH_PROXY) return mpixd_irecv(mpixd_launder(&comm), buf, bytes, peer, tag, req);
   uint32_t seq;
   const int st = mpixd_take_seq_warp(comm, false, peer, tag, &seq);
   if (st != MPIX_DEVICE_SUCCESS) return st;
@@ -75,12 +90,12 @@ __device__ inline int MPIX_Irecv(void *buf, size_t bytes, int peer, int tag, MPI
 
 /* MPIX_DEVICE_PENDING while not complete; then the request's final status
  * (MPIX_DEVICE_SUCCESS, MPIX_DEVICE_ERR_TRUNCATE), the request inactive. */
-__device__ inline int MPIX_Test(MPIX_Device_request *req, MPIX_Device_comm comm) { return mpixd_test(&comm, req); }
+__device__ inline int MPIX_Test(MPIX_Device_request *req, MPIX_Device_comm comm) { return mpixd_test(mpixd_launder(&comm), req); }
 
 __device__ inline int MPIX_Wait(MPIX_Device_request *req, MPIX_Device_comm comm) {
   int rc;
   unsigned ns = MPIXD_BACKOFF_MIN_NS;
-  while ((rc = MPIX_Test(req, comm)) == MPIX_DEVICE_PENDING) mpixd_backoff(&ns, mpixd_backoff_max(comm));
+  while ((rc = MPIX_Test(req, comm)) == MPIX_DEVICE_PENDING) mpixd_backoff(&ns, mpixd_backoff_max(comm.path));
   return rc;
 }
 
@@ -90,7 +105,7 @@ __device__ inline int MPIX_Send(const void *buf, size_t bytes, int peer, int tag
   int rc;
   unsigned ns = MPIXD_BACKOFF_MIN_NS;
   while ((rc = MPIX_Isend(buf, bytes, peer, tag, comm, &req)) == MPIX_DEVICE_AGAIN)
-    mpixd_backoff(&ns, mpixd_backoff_max(comm));
+    mpixd_backoff(&ns, mpixd_backoff_max(comm.path));
   return rc == MPIX_DEVICE_SUCCESS ? MPIX_Wait(&req, comm) : rc;
 }
 
@@ -100,7 +115,7 @@ __device__ inline int MPIX_Recv(void *buf, size_t bytes, int peer, int tag, MPIX
   int rc;
   unsigned ns = MPIXD_BACKOFF_MIN_NS;
   while ((rc = MPIX_Irecv(buf, bytes, peer, tag, comm, &req)) == MPIX_DEVICE_AGAIN)
-    mpixd_backoff(&ns, mpixd_backoff_max(comm));
+    mpixd_backoff(&ns, mpixd_backoff_max(comm.path));
   if (rc != MPIX_DEVICE_SUCCESS) return rc;
   rc = MPIX_Wait(&req, comm);
   if (received) *received = req.msg_bytes;
@@ -124,6 +139,7 @@ __device__ inline int MPIX_Send_block(const void *buf, size_t bytes, int peer, i
   __shared__ MPIX_Device_request s_req;
   const unsigned lane = mpixd_block_lane();
   const unsigned lanes = blockDim.x * blockDim.y * blockDim.z;
+  const bool near = mpixd_near(mpixd_launder(&comm), peer);
   /* The block's writes to buf before the call are done before anyone
    * reads it (lane 0 for an inline message, the host on the proxy path:
    * lane 0's release orders them, through this barrier). */
@@ -136,9 +152,9 @@ __device__ inline int MPIX_Send_block(const void *buf, size_t bytes, int peer, i
     return rc;
   }
   if (lane == 0) {
-    s_rc = mpixd_check(&comm, buf, bytes, peer, tag, &s_req);
+    s_rc = mpixd_check(mpixd_launder(&comm), buf, bytes, peer, tag, &s_req);
     uint32_t seq = 0;
-    if (s_rc == MPIX_DEVICE_SUCCESS) s_rc = mpixd_take_seq(&comm, true, peer, tag, 1, &seq);
+    if (s_rc == MPIX_DEVICE_SUCCESS) s_rc = mpixd_take_seq(mpixd_launder(&comm), true, peer, tag, 1, &seq);
     if (s_rc == MPIX_DEVICE_SUCCESS) {
       /* Tickets and the table entry (the entry can go before the chunks:
        * the receiver waits for each chunk's own sequence word). */
@@ -147,17 +163,17 @@ __device__ inline int MPIX_Send_block(const void *buf, size_t bytes, int peer, i
       r->tag = tag;
       r->buf = (void *)buf;
       r->bytes = bytes;
-      r->chan = mpixd_channel(&comm, tag);
-      r->nslots = mpixd_nslots(&comm, bytes);
+      r->chan = mpixd_channel(mpixd_launder(&comm), tag);
+      r->nslots = mpixd_nslots(mpixd_launder(&comm), bytes);
       r->seq = seq;
       r->next = 0;
       r->flags = 0;
-      mpixd_schan *sc = mpixd_schan_of(&comm, comm.local, peer, r->chan);
+      mpixd_schan *sc = mpixd_schan_of(mpixd_launder(&comm), comm.local, peer, r->chan);
       if (r->nslots > 0) r->ticket = mpixd_fetch_add(&sc->tail, r->nslots);
       uint32_t slot;
       unsigned ns = MPIXD_BACKOFF_MIN_NS;
-      while (!mpixd_claim_way(&comm, peer, tag, seq, &slot)) mpixd_backoff(&ns, MPIXD_BACKOFF_IPC_NS);
-      mpixd_post_entry(&comm, peer, slot, tag, seq, (uint32_t)bytes, r->chan, r->ticket, r->nslots, buf);
+      while (!mpixd_claim_way(mpixd_launder(&comm), peer, tag, seq, &slot)) mpixd_backoff(&ns, MPIXD_BACKOFF_IPC_NS);
+      mpixd_post_entry(mpixd_launder(&comm), peer, slot, tag, seq, (uint32_t)bytes, r->chan, r->ticket, r->nslots, buf);
     }
   }
   __syncthreads();
@@ -169,22 +185,23 @@ __device__ inline int MPIX_Send_block(const void *buf, size_t bytes, int peer, i
   const uint32_t n = s_req.nslots;
   for (uint32_t next = 0; next < n;) {
     if (lane == 0) {
-      mpixd_schan *sc = mpixd_schan_of(&comm, comm.local, peer, s_req.chan);
+      mpixd_schan *sc = mpixd_schan_of(mpixd_launder(&comm), comm.local, peer, s_req.chan);
       const uint32_t want = n - next < MPIXD_BLOCK_BATCH ? n - next : MPIXD_BLOCK_BATCH;
       uint32_t k;
       unsigned ns = MPIXD_BACKOFF_MIN_NS;
-      while ((k = mpixd_room(&comm, sc, s_req.ticket + next, want)) == 0) mpixd_backoff(&ns, MPIXD_BACKOFF_IPC_NS);
+      while ((k = mpixd_room(mpixd_launder(&comm), sc, s_req.ticket + next, want, near)) == 0)
+        mpixd_backoff(&ns, MPIXD_BACKOFF_IPC_NS);
       s_k = k;
     }
     __syncthreads();
     const uint32_t k = s_k;
     for (uint32_t j = next; j < next + k; ++j)
-      mpixd_put_chunk(&comm, peer, s_req.chan, s_req.ticket, j, buf, bytes, lane, lanes);
+      mpixd_put_chunk(mpixd_launder(&comm), peer, s_req.chan, s_req.ticket, j, buf, bytes, lane, lanes);
     /* Every lane's chunk writes before lane 0's sequence words. */
-    __threadfence_system();
+    mpixd_fence_at(near);
     __syncthreads();
     if (lane == 0)
-      for (uint32_t j = next; j < next + k; ++j) mpixd_publish_chunk(&comm, peer, s_req.chan, s_req.ticket + j);
+      for (uint32_t j = next; j < next + k; ++j) mpixd_publish_chunk(mpixd_launder(&comm), peer, s_req.chan, s_req.ticket + j);
     next += k;
   }
   __syncthreads();
@@ -212,10 +229,10 @@ __device__ inline int MPIX_Recv_block(void *buf, size_t bytes, int peer, int tag
     return rc;
   }
   if (lane == 0) {
-    s_rc = mpixd_irecv(&comm, buf, bytes, peer, tag, &s_req);
+    s_rc = mpixd_irecv(mpixd_launder(&comm), buf, bytes, peer, tag, &s_req);
     unsigned ns = MPIXD_BACKOFF_MIN_NS;
     if (s_rc == MPIX_DEVICE_SUCCESS)
-      while (!mpixd_recv_match(&comm, &s_req)) mpixd_backoff(&ns, MPIXD_BACKOFF_IPC_NS);
+      while (!mpixd_recv_match(mpixd_launder(&comm), &s_req)) mpixd_backoff(&ns, MPIXD_BACKOFF_IPC_NS);
   }
   __syncthreads();
   if (s_rc != MPIX_DEVICE_SUCCESS) {
@@ -227,9 +244,9 @@ __device__ inline int MPIX_Recv_block(void *buf, size_t bytes, int peer, int tag
   for (uint32_t next = 0; next < n;) {
     if (lane == 0) {
       unsigned ns = MPIXD_BACKOFF_MIN_NS;
-      while (!mpixd_arrived(&comm, peer, s_req.chan, s_req.ticket + next)) mpixd_backoff(&ns, MPIXD_BACKOFF_IPC_NS);
+      while (!mpixd_arrived(mpixd_launder(&comm), peer, s_req.chan, s_req.ticket + next)) mpixd_backoff(&ns, MPIXD_BACKOFF_IPC_NS);
       uint32_t k = 1;
-      while (next + k < n && k < MPIXD_BLOCK_BATCH && mpixd_arrived(&comm, peer, s_req.chan, s_req.ticket + next + k))
+      while (next + k < n && k < MPIXD_BLOCK_BATCH && mpixd_arrived(mpixd_launder(&comm), peer, s_req.chan, s_req.ticket + next + k))
         ++k;
       s_k = k;
     }
@@ -237,15 +254,15 @@ __device__ inline int MPIX_Recv_block(void *buf, size_t bytes, int peer, int tag
     const uint32_t k = s_k;
     for (uint32_t j = next; j < next + k; ++j) {
       /* This lane reads the chunk: acquire its arrival for this lane too. */
-      (void)mpixd_arrived(&comm, peer, s_req.chan, s_req.ticket + j);
-      mpixd_get_chunk(&comm, &s_req, j, lane, lanes);
+      (void)mpixd_arrived(mpixd_launder(&comm), peer, s_req.chan, s_req.ticket + j);
+      mpixd_get_chunk(mpixd_launder(&comm), &s_req, j, lane, lanes);
     }
     /* Every lane's reads before lane 0 marks the chunks free. */
     __threadfence();
     __syncthreads();
     if (lane == 0) {
-      for (uint32_t j = next; j < next + k; ++j) mpixd_mark_done(&comm, peer, s_req.chan, s_req.ticket + j);
-      mpixd_ring_release(&comm, peer, s_req.chan);
+      for (uint32_t j = next; j < next + k; ++j) mpixd_mark_done(mpixd_launder(&comm), peer, s_req.chan, s_req.ticket + j);
+      mpixd_ring_release(mpixd_launder(&comm), peer, s_req.chan);
     }
     next += k;
   }

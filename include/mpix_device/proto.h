@@ -59,7 +59,9 @@
  * Progress guarantee: on the IPC path a device call only ever waits for the
  * peer's device threads (on the proxy path also for mpix's progress thread).
  * Kernels in different processes always progress relative to each other: no
- * co-residency is needed between sender and receiver kernels. Within one
+ * co-residency is needed between sender and receiver kernels, as long as
+ * each can start (ranks sharing one GPU must leave each other room on it:
+ * waiting blocks keep their SM resources). Within one
  * process, a thread spinning in MPIX_Send/MPIX_Wait needs the threads that
  * will receive (or send) its message to be resident at the same time, as
  * for any spin wait. A request advances only while its owner tests or waits
@@ -127,6 +129,7 @@ typedef struct MPIX_Device_comm {
   uint32_t slot_bytes;  /* multiple of 256 */
   uint32_t buckets;     /* message-table buckets per source, power of two */
   uint32_t keys;        /* counters per side, power of two */
+  uint64_t gpu_peers;   /* bit r: rank r (< 64) uses this GPU (see mpixd_near) */
   int rank, size;
   int tag_ub;
   int path;                        /* MPIXD_PATH_IPC or MPIXD_PATH_PROXY */
@@ -344,29 +347,93 @@ MPIXD_HD uint64_t mpixd_cas64(uint64_t *p, uint64_t expect, uint64_t desired) {
 #endif
 }
 
-/* Compare-and-swap that acquires what another GPU released (occupancy
- * words freed by receivers). */
-MPIXD_HD uint32_t mpixd_cas_acquire_sys(uint32_t *p, uint32_t expect, uint32_t desired) {
+/* The same synchronisations at the scope a peer needs: GPU scope when it
+ * runs on this GPU (its memory is this GPU's and its threads share this
+ * GPU's L2: no system-wide ordering needed), system scope otherwise. */
+MPIXD_HD uint32_t mpixd_load_acquire_at(const uint32_t *p, bool near) {
+#if defined(__CUDA_ARCH__)
+  uint32_t v;
+  if (near) asm volatile("ld.acquire.gpu.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+  else asm volatile("ld.acquire.sys.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+  return v;
+#else
+  (void)near;
+  return __atomic_load_n(p, __ATOMIC_ACQUIRE);
+#endif
+}
+
+MPIXD_HD void mpixd_store_release_at(uint32_t *p, uint32_t v, bool near) {
+#if defined(__CUDA_ARCH__)
+  if (near) asm volatile("st.release.gpu.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
+  else asm volatile("st.release.sys.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
+#else
+  (void)near;
+  __atomic_store_n(p, v, __ATOMIC_RELEASE);
+#endif
+}
+
+MPIXD_HD uint64_t mpixd_load_acquire64_at(const uint64_t *p, bool near) {
+#if defined(__CUDA_ARCH__)
+  uint64_t v;
+  if (near) asm volatile("ld.acquire.gpu.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+  else asm volatile("ld.acquire.sys.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+  return v;
+#else
+  (void)near;
+  return __atomic_load_n(p, __ATOMIC_ACQUIRE);
+#endif
+}
+
+MPIXD_HD void mpixd_store_release64_at(uint64_t *p, uint64_t v, bool near) {
+#if defined(__CUDA_ARCH__)
+  if (near) asm volatile("st.release.gpu.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
+  else asm volatile("st.release.sys.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
+#else
+  (void)near;
+  __atomic_store_n(p, v, __ATOMIC_RELEASE);
+#endif
+}
+
+MPIXD_HD uint32_t mpixd_cas_acquire_at(uint32_t *p, uint32_t expect, uint32_t desired, bool near) {
 #if defined(__CUDA_ARCH__)
   uint32_t old;
-  asm volatile("atom.acquire.sys.global.cas.b32 %0, [%1], %2, %3;"
-               : "=r"(old)
-               : "l"(p), "r"(expect), "r"(desired)
-               : "memory");
+  if (near)
+    asm volatile("atom.acquire.gpu.global.cas.b32 %0, [%1], %2, %3;"
+                 : "=r"(old)
+                 : "l"(p), "r"(expect), "r"(desired)
+                 : "memory");
+  else
+    asm volatile("atom.acquire.sys.global.cas.b32 %0, [%1], %2, %3;"
+                 : "=r"(old)
+                 : "l"(p), "r"(expect), "r"(desired)
+                 : "memory");
   return old;
 #else
+  (void)near;
   __atomic_compare_exchange_n(p, &expect, desired, false, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED);
   return expect;
 #endif
 }
 
-/* *p &= v with release semantics, result unused: the GPU issues it and
- * goes on (a reduction, no round trip), also into a peer's memory. */
-MPIXD_HD void mpixd_and_release_sys(uint32_t *p, uint32_t v) {
+MPIXD_HD void mpixd_and_release_at(uint32_t *p, uint32_t v, bool near) {
 #if defined(__CUDA_ARCH__)
-  asm volatile("red.release.sys.global.and.b32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
+  if (near) asm volatile("red.release.gpu.global.and.b32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
+  else asm volatile("red.release.sys.global.and.b32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
 #else
+  (void)near;
   (void)__atomic_fetch_and(p, v, __ATOMIC_RELEASE);
+#endif
+}
+
+/* Orders this thread's earlier writes before later ones as a peer sees
+ * them (the block variants' chunk copies before their sequence words). */
+MPIXD_HD void mpixd_fence_at(bool near) {
+#if defined(__CUDA_ARCH__)
+  if (near) __threadfence();
+  else __threadfence_system();
+#else
+  (void)near;
+  __atomic_thread_fence(__ATOMIC_SEQ_CST);
 #endif
 }
 
@@ -513,6 +580,12 @@ MPIXD_HD mpixd_schan *mpixd_schan_of(const MPIX_Device_comm *h, char *base, int 
   return (mpixd_schan *)(base + h->off_schan + ((uint64_t)dst * h->channels + c) * sizeof(mpixd_schan));
 }
 
+/* Whether peer shares this GPU: then its synchronisations need only GPU
+ * scope (see the *_at primitives). Ranks from 64 on always use system scope. */
+MPIXD_HD bool mpixd_near(const MPIX_Device_comm *h, int peer) {
+  return peer >= 0 && peer < 64 && ((h->gpu_peers >> peer) & 1u) != 0;
+}
+
 /* ---- hashing ---- */
 
 MPIXD_HD uint32_t mpixd_mix32(uint32_t x) {
@@ -646,6 +719,7 @@ MPIXD_HD void mpixd_inline_store(void *dst, const mpixd_w16 w[2], size_t n) {
  * which saves a load in the common case (a failed try returns the word). */
 MPIXD_HD bool mpixd_claim_way(const MPIX_Device_comm *h, int dst, int tag, uint32_t seq, uint32_t *slot) {
   uint32_t *claims = mpixd_claims(h, h->local, dst);
+  const bool near = mpixd_near(h, dst);
   const uint32_t b0 = mpixd_bucket(h, tag, seq);
   for (uint32_t i = 0; i < MPIXD_PROBE; ++i) {
     const uint32_t b = (b0 + i) & (h->buckets - 1);
@@ -654,7 +728,7 @@ MPIXD_HD bool mpixd_claim_way(const MPIX_Device_comm *h, int dst, int tag, uint3
       const uint32_t free = ~m & ((1u << MPIXD_WAYS) - 1);
       if (free == 0) break;
       const uint32_t bit = free & (0u - free);
-      const uint32_t old = mpixd_cas_acquire_sys(&claims[b], m, m | bit);
+      const uint32_t old = mpixd_cas_acquire_at(&claims[b], m, m | bit, near);
       if (old == m) {
         *slot = b * MPIXD_WAYS + mpixd_ctz(bit);
         return true;
@@ -683,7 +757,7 @@ MPIXD_HD void mpixd_post_entry(const MPIX_Device_comm *h, int dst, uint32_t slot
     ((mpixd_w16 *)e->data)[0] = w[0];
     if (bytes > 16) ((mpixd_w16 *)e->data)[1] = w[1];
   }
-  mpixd_store_release64(mpixd_mkeys(h, base, h->rank) + slot, mpixd_mkey(tag, seq));
+  mpixd_store_release64_at(mpixd_mkeys(h, base, h->rank) + slot, mpixd_mkey(tag, seq), mpixd_near(h, dst));
 }
 
 /* Looks for message (tag, seq) from src: its way, or -1 while it has not
@@ -703,7 +777,7 @@ MPIXD_HD int32_t mpixd_find(const MPIX_Device_comm *h, int src, int tag, uint32_
       if (k[i][w] != want) continue;
       const uint32_t slot = ((b0 + i) & (h->buckets - 1)) * MPIXD_WAYS + w;
       /* The acquire orders the entry's reads after its key. */
-      (void)mpixd_load_acquire64(keys + slot);
+      (void)mpixd_load_acquire64_at(keys + slot, mpixd_near(h, src));
       return (int32_t)slot;
     }
   }
@@ -715,7 +789,8 @@ MPIXD_HD int32_t mpixd_find(const MPIX_Device_comm *h, int src, int tag, uint32_
  * reads of the entry and the cleared key come before the sender's reuse). */
 MPIXD_HD void mpixd_free_way(const MPIX_Device_comm *h, int src, uint32_t slot) {
   mpixd_store_relaxed64(mpixd_mkeys(h, h->local, src) + slot, 0);
-  mpixd_and_release_sys(mpixd_claims(h, h->bases[src], h->rank) + slot / MPIXD_WAYS, ~(1u << (slot % MPIXD_WAYS)));
+  mpixd_and_release_at(mpixd_claims(h, h->bases[src], h->rank) + slot / MPIXD_WAYS, ~(1u << (slot % MPIXD_WAYS)),
+                       mpixd_near(h, src));
 }
 
 /* ---- payload rings ---- */
@@ -734,13 +809,13 @@ MPIXD_HD size_t mpixd_chunk_len(const MPIX_Device_comm *h, size_t bytes, uint32_
 
 /* Claims n tickets on (dst, c) if the ring has room for all of them now;
  * returns 0 and *ticket, or MPIX_DEVICE_AGAIN having claimed nothing. */
-MPIXD_HD int mpixd_claim_room(const MPIX_Device_comm *h, mpixd_schan *sc, uint32_t n, uint32_t *ticket) {
+MPIXD_HD int mpixd_claim_room(const MPIX_Device_comm *h, mpixd_schan *sc, uint32_t n, uint32_t *ticket, bool near) {
   for (;;) {
     /* Credit first: every credit value was written after the tail passed
      * it, so a tail read after the acquire is >= credit. Read the other
      * way round, a stale tail under a fresh credit makes tail - credit wrap
      * to ~4G and reports a full ring that has room. */
-    const uint32_t credit = mpixd_load_acquire(&sc->credit);
+    const uint32_t credit = mpixd_load_acquire_at(&sc->credit, near);
     const uint32_t tail = mpixd_load_relaxed(&sc->tail);
     if ((uint64_t)(uint32_t)(tail - credit) + n > h->slots) return MPIX_DEVICE_AGAIN;
     if (mpixd_cas(&sc->tail, tail, tail + n) == tail) {
@@ -750,9 +825,10 @@ MPIXD_HD int mpixd_claim_room(const MPIX_Device_comm *h, mpixd_schan *sc, uint32
   }
 }
 
-/* How many of the n tickets from t on may be written now (0 .. n). */
-MPIXD_HD uint32_t mpixd_room(const MPIX_Device_comm *h, mpixd_schan *sc, uint32_t t, uint32_t n) {
-  const int32_t free = mpixd_diff(mpixd_load_acquire(&sc->credit) + h->slots, t);
+/* How many of the n tickets from t on may be written now (0 .. n); the
+ * credit is written by the ring's receiver (near: on this GPU). */
+MPIXD_HD uint32_t mpixd_room(const MPIX_Device_comm *h, mpixd_schan *sc, uint32_t t, uint32_t n, bool near) {
+  const int32_t free = mpixd_diff(mpixd_load_acquire_at(&sc->credit, near) + h->slots, t);
   return free <= 0 ? 0u : (uint32_t)free < n ? (uint32_t)free : n;
 }
 
@@ -768,13 +844,15 @@ MPIXD_HD void mpixd_put_chunk(const MPIX_Device_comm *h, int dst, uint32_t c, ui
 }
 
 MPIXD_HD void mpixd_publish_chunk(const MPIX_Device_comm *h, int dst, uint32_t c, uint32_t pos) {
-  mpixd_store_release(mpixd_seqs(h, h->bases[dst], h->rank, c) + (pos & (h->slots - 1)), pos + 1);
+  mpixd_store_release_at(mpixd_seqs(h, h->bases[dst], h->rank, c) + (pos & (h->slots - 1)), pos + 1,
+                         mpixd_near(h, dst));
 }
 
 /* Whether chunk ticket pos from src has arrived (acquire: its data may be
  * read after a true answer). */
 MPIXD_HD bool mpixd_arrived(const MPIX_Device_comm *h, int src, uint32_t c, uint32_t pos) {
-  return mpixd_load_acquire(mpixd_seqs(h, h->local, src, c) + (pos & (h->slots - 1))) == pos + 1;
+  return mpixd_load_acquire_at(mpixd_seqs(h, h->local, src, c) + (pos & (h->slots - 1)), mpixd_near(h, src)) ==
+         pos + 1;
 }
 
 /* Copies chunk j of the message bound to r into its buffer (lanes
@@ -792,7 +870,7 @@ MPIXD_HD void mpixd_get_chunk(const MPIX_Device_comm *h, const MPIX_Device_reque
 /* Marks chunk ticket pos of (src, c) consumed (release: after the reads of
  * its data). */
 MPIXD_HD void mpixd_mark_done(const MPIX_Device_comm *h, int src, uint32_t c, uint32_t pos) {
-  mpixd_store_release(mpixd_slot_states(mpixd_rchan_of(h, src, c)) + (pos & (h->slots - 1)), MPIXD_S_DONE);
+  mpixd_store_release_at(mpixd_slot_states(mpixd_rchan_of(h, src, c)) + (pos & (h->slots - 1)), MPIXD_S_DONE, true);
 }
 
 /* Releases the consumed prefix of ring (src, c) and returns its credits.
@@ -810,7 +888,7 @@ MPIXD_HD void mpixd_ring_release(const MPIX_Device_comm *h, int src, uint32_t c)
     if (!mpixd_try_lock(&rc->lock)) return;
     uint32_t lo = rc->lo;
     const uint32_t start = lo;
-    while (mpixd_load_acquire(&states[lo & mask]) == MPIXD_S_DONE) {
+    while (mpixd_load_acquire_at(&states[lo & mask], true) == MPIXD_S_DONE) {
       mpixd_store_relaxed(&states[lo & mask], MPIXD_S_FREE);
       ++lo;
     }
@@ -818,7 +896,7 @@ MPIXD_HD void mpixd_ring_release(const MPIX_Device_comm *h, int src, uint32_t c)
       mpixd_store_relaxed(&rc->lo, lo);
       /* Release: the slots' FREE marks (and the consumers' reads, which
        * their DONE marks released) come before the sender's reuse. */
-      mpixd_store_release(&mpixd_schan_of(h, h->bases[src], h->rank, c)->credit, lo);
+      mpixd_store_release_at(&mpixd_schan_of(h, h->bases[src], h->rank, c)->credit, lo, mpixd_near(h, src));
     }
     mpixd_unlock(&rc->lock);
     mpixd_fence_sc();
@@ -944,7 +1022,8 @@ MPIXD_HD int mpixd_send_progress(const MPIX_Device_comm *h, MPIX_Device_request 
   if (r->nslots > 0 && !(r->flags & MPIXD_R_TICKETS)) {
     mpixd_schan *sc = mpixd_schan_of(h, h->local, r->peer, r->chan);
     if (r->nslots <= h->slots) {
-      if (mpixd_claim_room(h, sc, r->nslots, &r->ticket) != MPIX_DEVICE_SUCCESS) return MPIX_DEVICE_PENDING;
+      if (mpixd_claim_room(h, sc, r->nslots, &r->ticket, mpixd_near(h, r->peer)) != MPIX_DEVICE_SUCCESS)
+        return MPIX_DEVICE_PENDING;
     } else {
       r->ticket = mpixd_fetch_add(&sc->tail, r->nslots);
     }
@@ -958,7 +1037,8 @@ MPIXD_HD int mpixd_send_progress(const MPIX_Device_comm *h, MPIX_Device_request 
   }
   if (r->next < r->nslots) {
     mpixd_schan *sc = mpixd_schan_of(h, h->local, r->peer, r->chan);
-    for (uint32_t k = mpixd_room(h, sc, r->ticket + r->next, r->nslots - r->next); k > 0; --k) {
+    for (uint32_t k = mpixd_room(h, sc, r->ticket + r->next, r->nslots - r->next, mpixd_near(h, r->peer)); k > 0;
+         --k) {
       mpixd_put_chunk(h, r->peer, r->chan, r->ticket, r->next, r->buf, r->bytes, 0, 1);
       mpixd_publish_chunk(h, r->peer, r->chan, r->ticket + r->next);
       ++r->next;

@@ -12,6 +12,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 
 namespace mpix_test {
 
@@ -44,6 +45,22 @@ inline int use_gpu_of_rank(int rank) {
   }
   CHECK_CUDA(cudaSetDevice(rank % ngpu));
   return rank % ngpu;
+}
+
+// How many ranks of comm use this rank's GPU (by PCI bus id): they share
+// its SMs, so kernels that must run at the same time are sized by it.
+inline int ranks_on_my_gpu(MPI_Comm comm) {
+  int dev = 0, size = 1;
+  CHECK_CUDA(cudaGetDevice(&dev));
+  char mine[32] = {};
+  CHECK_CUDA(cudaDeviceGetPCIBusId(mine, sizeof mine, dev));
+  MPI_Comm_size(comm, &size);
+  char *all = static_cast<char *>(std::calloc(static_cast<size_t>(size), sizeof mine));
+  MPI_Allgather(mine, sizeof mine, MPI_CHAR, all, sizeof mine, MPI_CHAR, comm);
+  int n = 0;
+  for (int r = 0; r < size; ++r) n += std::strncmp(all + r * sizeof mine, mine, sizeof mine) == 0;
+  std::free(all);
+  return n;
 }
 
 // An MPIX stream on the CUDA stream cs (MPICH's info keys); MPI error code.

@@ -217,6 +217,19 @@ MPIX_TEST_TIMEOUT=100 run_testlist "$OUT/dev-logs" test/gpu/testlist-dev MPIX_UN
   tee "$OUT/dev-check.log" | grep --line-buffered -E '^(PASS|FAIL|SKIP)|passed'
 [ "${PIPESTATUS[0]}" = 0 ] || check_rc=1
 mps_stop  # compute-sanitizer does not support MPS clients
+# Two ranks under memcheck (time-sliced on one GPU without MPS: small
+# sizes), IPC and proxy paths: every phase named as it starts.
+for cfg in ipc proxy; do
+  command -v compute-sanitizer >/dev/null || break
+  penv=; [ $cfg = proxy ] && penv="MPIX_DEVICE_PATH=proxy MPIX_DEVICE_PROXY_QUEUE=64"
+  if env $penv DEV_P2P_SMALL=1 DEV_P2P_BLOCKS=4 DEV_P2P_VERBOSE=1 DEV_P2P_TIMEOUT=150 timeout 200 \
+      "$MPIEXEC" -n 2 compute-sanitizer --tool memcheck --error-exitcode 9 test/gpu/dev_p2p \
+      >"$OUT/sanitizer-dev2-$cfg.log" 2>&1; then
+    echo "memcheck clean: dev_p2p (2 ranks, $cfg)"
+  else
+    echo "memcheck FAILED: dev_p2p (2 ranks, $cfg)"; grep -v "phase:" "$OUT/sanitizer-dev2-$cfg.log" | head -n 40; san_fail=1
+  fi
+done
 for tool in memcheck racecheck; do
   command -v compute-sanitizer >/dev/null || { echo "compute-sanitizer not found"; break; }
   if timeout 100 compute-sanitizer --tool $tool --error-exitcode 9 test/gpu/dev_p2p >"$OUT/sanitizer-dev-$tool.log" 2>&1; then

@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# The device API is header-only, so user kernels compile it with their own
+# nvcc. nvcc 13.0 miscompiled kernels that pass their by-value handle to
+# many inlined device calls: it took the parameter's address in param space
+# (cvta.param) and then read it as local memory (cvta.to.local), an invalid
+# __local__ read on the GPU (see mpixd_launder in include/mpix_device/ops.cuh).
+# This compiles the programs that use the device API to PTX and fails if
+# any local-space conversion is applied to a param-space address. Runs
+# where nvcc is (CI included): no GPU needed.
+set -u
+nvcc=${NVCC:-}
+[ -n "$nvcc" ] && command -v "$nvcc" >/dev/null || { echo "skipped: no nvcc (built without CUDA)"; exit 77; }
+src=${MPIX_SRCDIR:?MPIX_SRCDIR not set}
+build=${MPIX_BUILDDIR:-$src}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+status=0
+for f in test/gpu/dev_p2p.cu bench/bench_dev_p2p.cu; do
+  ptx=$tmp/$(basename "$f" .cu).ptx
+  # shellcheck disable=SC2086
+  if ! "$nvcc" ${NVCC_ARCHFLAGS:-} -std=c++17 -O2 -ptx -I"$src" -I"$src/include" -I"$build/include" -I"$build" \
+      ${MPI_CPPFLAGS:-} "$src/$f" -o "$ptx"; then
+    echo "$f: nvcc -ptx failed"; status=1; continue
+  fi
+  # A register set by cvta.param and later converted by cvta.to.local.
+  bad=$(awk '/cvta\.param/ { gsub(/[,;]/, ""); p[$2] = 1 }
+             /cvta\.to\.local/ { gsub(/[,;]/, ""); if ($3 in p) print NR": "$0 }' "$ptx")
+  if [ -n "$bad" ]; then
+    echo "$f: a param-space address read as local memory:"; echo "$bad" | head -n 5; status=1
+  else
+    echo "$f: $(grep -c '^\.entry\|^\.visible \.entry' "$ptx") kernels, no param address read as local"
+  fi
+done
+exit $status
