@@ -3,8 +3,9 @@
  * receive from inside CUDA kernels (see MPIX_Comm_device_handle(3)).
  *
  * Host: MPIX_Comm_device_handle turns a no-wildcard communicator mpix
- * handles into an MPIX_Device_comm, a small struct passed to kernels by
- * value. Device (when compiled by nvcc; header-only, no -rdc):
+ * handles into an MPIX_Device_comm, a struct passed to kernels by value
+ * (the device calls take it by reference). Device (when compiled by nvcc;
+ * header-only, no -rdc):
  *   MPIX_Isend, MPIX_Irecv, MPIX_Test, MPIX_Wait, MPIX_Send, MPIX_Recv,
  *   MPIX_Send_block, MPIX_Recv_block.
  * Device calls return an int status (MPIX_DEVICE_* in mpix_device/proto.h):

@@ -54,8 +54,8 @@ const ConfigVar kVars[] = {
      "device send/recv: message-table buckets per source (8 messages each) in the receiver's GPU memory; a "
      "full table makes sends wait"},
     {"MPIX_DEVICE_KEYS", "65536",
-     "device send/recv: distinct (peer, tag) pairs a device handle can number on each side; beyond them "
-     "calls return MPIX_DEVICE_ERR_KEYS (not used on overtaking communicators)"},
+     "device send/recv: distinct (peer, tag) pairs with tags from 4096 on that a device handle can number on "
+     "each side (smaller tags have counters of their own); beyond them calls return MPIX_DEVICE_ERR_KEYS"},
     {"MPIX_DEVICE_CHANNELS", "32",
      "device send/recv: payload rings per source (a tag's messages above 32 bytes use ring hash(tag))"},
     {"MPIX_DEVICE_RING", "64", "device send/recv: staging blocks per payload ring"},

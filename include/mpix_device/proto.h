@@ -17,8 +17,9 @@
  * key, so each finds the other's entry in O(1)). MPI orders messages per
  * (source, tag) only, so every message carries its number within its key:
  * the sender counts messages per (destination, tag), the receiver counts
- * receives per (source, tag), each in a table of counters in its own memory
- * (mpixd_key_counter). The n-th receive of a key is matched to the n-th
+ * receives per (source, tag), each with counters in its own memory (at
+ * fixed places for tags below MPIXD_DIRECT_TAGS, in a hash table of keys
+ * above: mpixd_counter). The n-th receive of a key is matched to the n-th
  * message of that key: message (tag, n) sits in the receiver's message
  * table for its source at a bucket hashed from (tag, n), and the receive
  * polls that bucket for it. Nobody else ever wants that entry, so taking it
@@ -102,8 +103,10 @@
 #define MPIX_DEVICE_ERR_KEYS (-6)     /* more distinct (peer, tag) pairs than MPIX_DEVICE_KEYS: nothing done */
 
 #define MPIXD_INLINE 32u /* payload bytes carried in a message-table entry */
+#define MPIXD_TINY 8u    /* payload bytes carried beside the match key, in its 16-byte cell */
 #define MPIXD_WAYS 8u    /* entries per message-table bucket (one 64-byte line of match keys) */
 #define MPIXD_PROBE 4u   /* buckets a message may go to, from its hashed one */
+#define MPIXD_DIRECT_TAGS 4096u /* tags numbered by counters at fixed places (no key-table lookup) */
 
 #ifdef __cplusplus
 extern "C" {
@@ -119,6 +122,8 @@ typedef struct MPIX_Device_comm {
   uint64_t off_claims;  /* sender side: occupied ways per (destination, bucket) */
   uint64_t off_skeys;   /* sender side: message counters per (destination, tag) */
   uint64_t off_rkeys;   /* receiver side: receive counters per (source, tag) */
+  uint64_t off_sdirect; /* sender side: counters of tags below MPIXD_DIRECT_TAGS, per destination */
+  uint64_t off_rdirect; /* receiver side: likewise per source */
   uint64_t off_seqs;    /* payload rings: chunk sequence words, per (source, channel) */
   uint64_t off_staging; /* payload rings: staging blocks */
   uint64_t off_rchan;   /* payload rings: release state and slot states */
@@ -311,20 +316,72 @@ MPIXD_HD void mpixd_store_relaxed64(uint64_t *p, uint64_t v) {
 #endif
 }
 
-/* The 8 match keys of a bucket (64-byte aligned), relaxed: a poll. No
- * compiler barrier: a caller loads several lines before it looks at any, so
- * their loads are in flight together. */
+/* The 8 match keys of a bucket (its 8 cells of 16 bytes, 128-byte aligned,
+ * key first), relaxed: a poll. No compiler barrier: a caller loads several
+ * buckets before it looks at any, so their loads are in flight together. */
 MPIXD_HD void mpixd_load_line(const uint64_t *p, uint64_t k[MPIXD_WAYS]) {
 #if defined(__CUDA_ARCH__)
-  /* Four 16-byte loads (each 8-byte half is one single-copy-atomic word). */
-  asm volatile("ld.volatile.global.v2.u64 {%0, %1}, [%8];\n\t"
-               "ld.volatile.global.v2.u64 {%2, %3}, [%8+16];\n\t"
-               "ld.volatile.global.v2.u64 {%4, %5}, [%8+32];\n\t"
-               "ld.volatile.global.v2.u64 {%6, %7}, [%8+48];"
+  asm volatile("ld.volatile.global.u64 %0, [%8];\n\t"
+               "ld.volatile.global.u64 %1, [%8+16];\n\t"
+               "ld.volatile.global.u64 %2, [%8+32];\n\t"
+               "ld.volatile.global.u64 %3, [%8+48];\n\t"
+               "ld.volatile.global.u64 %4, [%8+64];\n\t"
+               "ld.volatile.global.u64 %5, [%8+80];\n\t"
+               "ld.volatile.global.u64 %6, [%8+96];\n\t"
+               "ld.volatile.global.u64 %7, [%8+112];"
                : "=l"(k[0]), "=l"(k[1]), "=l"(k[2]), "=l"(k[3]), "=l"(k[4]), "=l"(k[5]), "=l"(k[6]), "=l"(k[7])
                : "l"(p));
 #else
-  for (unsigned w = 0; w < MPIXD_WAYS; ++w) k[w] = __atomic_load_n(p + w, __ATOMIC_RELAXED);
+  for (unsigned w = 0; w < MPIXD_WAYS; ++w) k[w] = __atomic_load_n(p + 2 * w, __ATOMIC_RELAXED);
+#endif
+}
+
+/* A tiny message's cell, {key, payload}, written or taken as one 16-byte
+ * atomic on the GPU (an exchange: single-copy atomic, so neither side
+ * needs a fence or an acquire for the payload). The host build, where
+ * 16-byte atomics are library calls, says the same with a release store of
+ * the key after the payload and an acquire load before it. */
+MPIXD_HD void mpixd_cell_put(uint64_t *cell, uint64_t key, uint64_t payload, bool near) {
+#if defined(__CUDA_ARCH__)
+  if (near)
+    asm volatile("{\n\t.reg .b128 d, b;\n\tmov.b128 b, {%0, %1};\n\t"
+                 "atom.relaxed.gpu.global.exch.b128 d, [%2], b;\n\t}" ::"l"(key), "l"(payload), "l"(cell)
+                 : "memory");
+  else
+    asm volatile("{\n\t.reg .b128 d, b;\n\tmov.b128 b, {%0, %1};\n\t"
+                 "atom.relaxed.sys.global.exch.b128 d, [%2], b;\n\t}" ::"l"(key), "l"(payload), "l"(cell)
+                 : "memory");
+#else
+  (void)near;
+  __atomic_store_n(cell + 1, payload, __ATOMIC_RELAXED);
+  __atomic_store_n(cell, key, __ATOMIC_RELEASE);
+#endif
+}
+
+/* Takes a tiny message's cell (seen holding its key): its payload; the
+ * cell is left empty. */
+MPIXD_HD uint64_t mpixd_cell_take(uint64_t *cell, bool near) {
+#if defined(__CUDA_ARCH__)
+  uint64_t payload;
+  if (near)
+    asm volatile("{\n\t.reg .b128 d, b;\n\t.reg .b64 k;\n\tmov.b128 b, {0, 0};\n\t"
+                 "atom.relaxed.gpu.global.exch.b128 d, [%1], b;\n\tmov.b128 {k, %0}, d;\n\t}"
+                 : "=l"(payload)
+                 : "l"(cell)
+                 : "memory");
+  else
+    asm volatile("{\n\t.reg .b128 d, b;\n\t.reg .b64 k;\n\tmov.b128 b, {0, 0};\n\t"
+                 "atom.relaxed.sys.global.exch.b128 d, [%1], b;\n\tmov.b128 {k, %0}, d;\n\t}"
+                 : "=l"(payload)
+                 : "l"(cell)
+                 : "memory");
+  return payload;
+#else
+  (void)near;
+  (void)__atomic_load_n(cell, __ATOMIC_ACQUIRE);
+  const uint64_t payload = __atomic_load_n(cell + 1, __ATOMIC_RELAXED);
+  __atomic_store_n(cell, 0, __ATOMIC_RELAXED);
+  return payload;
 #endif
 }
 
@@ -537,21 +594,24 @@ MPIXD_HD uint64_t mpixd_layout(MPIX_Device_comm *h, uint64_t header) {
   const uint64_t rings = n * h->channels;
   h->rchan_bytes = mpixd_rchan_bytes(h->slots);
   h->off_mkeys = mpixd_align(header, 256);
-  h->off_ments = mpixd_align(h->off_mkeys + n * table * sizeof(uint64_t), 256);
+  h->off_ments = mpixd_align(h->off_mkeys + n * table * 2 * sizeof(uint64_t), 256);
   h->off_claims = mpixd_align(h->off_ments + n * table * sizeof(mpixd_ment), 256);
   h->off_skeys = mpixd_align(h->off_claims + n * h->buckets * sizeof(uint32_t), 256);
   h->off_rkeys = mpixd_align(h->off_skeys + (uint64_t)h->keys * sizeof(mpixd_keyslot), 256);
-  h->off_seqs = mpixd_align(h->off_rkeys + (uint64_t)h->keys * sizeof(mpixd_keyslot), 256);
+  h->off_sdirect = mpixd_align(h->off_rkeys + (uint64_t)h->keys * sizeof(mpixd_keyslot), 256);
+  h->off_rdirect = mpixd_align(h->off_sdirect + n * MPIXD_DIRECT_TAGS * sizeof(uint32_t), 256);
+  h->off_seqs = mpixd_align(h->off_rdirect + n * MPIXD_DIRECT_TAGS * sizeof(uint32_t), 256);
   h->off_staging = mpixd_align(h->off_seqs + rings * h->slots * sizeof(uint32_t), 256);
   h->off_rchan = mpixd_align(h->off_staging + rings * h->slots * (uint64_t)h->slot_bytes, 256);
   h->off_schan = mpixd_align(h->off_rchan + rings * h->rchan_bytes, 256);
   return mpixd_align(h->off_schan + rings * sizeof(mpixd_schan), 256);
 }
 
-/* Match keys and entries of the message table for messages from `src` in
- * mailbox `base` (the receiver's). */
+/* Cells ({match key, tiny payload}, 16 bytes a way) and entries of the
+ * message table for messages from `src` in mailbox `base` (the
+ * receiver's); way s's cell is at cells + 2 * s. */
 MPIXD_HD uint64_t *mpixd_mkeys(const MPIX_Device_comm *h, char *base, int src) {
-  return (uint64_t *)(base + h->off_mkeys + (uint64_t)src * h->buckets * MPIXD_WAYS * sizeof(uint64_t));
+  return (uint64_t *)(base + h->off_mkeys + (uint64_t)src * h->buckets * MPIXD_WAYS * 2 * sizeof(uint64_t));
 }
 MPIXD_HD mpixd_ment *mpixd_ments(const MPIX_Device_comm *h, char *base, int src) {
   return (mpixd_ment *)(base + h->off_ments + (uint64_t)src * h->buckets * MPIXD_WAYS * sizeof(mpixd_ment));
@@ -608,9 +668,14 @@ MPIXD_HD uint32_t mpixd_bucket(const MPIX_Device_comm *h, int tag, uint32_t seq)
 }
 
 /* The match key of message (tag, seq): never 0 (an empty way). Tags are
- * below 2^31, so they fit beside the valid bit. */
+ * below 2^31, so they fit beside the valid bit; the number keeps its low
+ * 28 bits (fewer messages than that of one key are ever in a table), which
+ * leaves 4 bits for the size of a tiny message (0 .. MPIXD_TINY, its
+ * payload in the cell) or MPIXD_KEY_ENTRY (the message is in the entry). */
+#define MPIXD_KEY_SIZE 0xfull
+#define MPIXD_KEY_ENTRY 0xfull
 MPIXD_HD uint64_t mpixd_mkey(int tag, uint32_t seq) {
-  return (1ull << 63) | ((uint64_t)(uint32_t)tag << 32) | seq;
+  return (1ull << 63) | ((uint64_t)(uint32_t)tag << 32) | ((uint64_t)(seq & 0x0fffffffu) << 4);
 }
 
 /* ---- per-key counters ---- */
@@ -633,10 +698,20 @@ MPIXD_HD uint32_t *mpixd_key_counter(mpixd_keyslot *t, uint32_t n, uint64_t key)
   return NULL;
 }
 
+/* The counter of (peer, tag) on the send (or receive) side: at a fixed
+ * place for tags below MPIXD_DIRECT_TAGS (one atomic, no lookup), in the
+ * key table otherwise; NULL when that is full. */
+MPIXD_HD uint32_t *mpixd_counter(const MPIX_Device_comm *h, bool send, int peer, int tag) {
+  if ((uint32_t)tag < MPIXD_DIRECT_TAGS)
+    return (uint32_t *)(h->local + (send ? h->off_sdirect : h->off_rdirect)) + (uint64_t)peer * MPIXD_DIRECT_TAGS +
+           (uint32_t)tag;
+  return mpixd_key_counter(send ? mpixd_send_keys(h) : mpixd_recv_keys(h), h->keys, mpixd_key(peer, tag));
+}
+
 /* Takes the next `n` numbers of (peer, tag) in the send (or receive)
  * table: the first in *seq. */
 MPIXD_HD int mpixd_take_seq(const MPIX_Device_comm *h, bool send, int peer, int tag, uint32_t n, uint32_t *seq) {
-  uint32_t *c = mpixd_key_counter(send ? mpixd_send_keys(h) : mpixd_recv_keys(h), h->keys, mpixd_key(peer, tag));
+  uint32_t *c = mpixd_counter(h, send, peer, tag);
   if (c == NULL) return MPIX_DEVICE_ERR_KEYS;
   *seq = mpixd_fetch_add(c, n);
   return MPIX_DEVICE_SUCCESS;
@@ -740,12 +815,13 @@ MPIXD_HD bool mpixd_claim_way(const MPIX_Device_comm *h, int dst, int tag, uint3
 }
 
 /* Writes the entry of message (tag, seq) into way `slot` of dst's table
+ * (mailbox `base`: h->bases[dst], loaded early by callers so that its
+ * latency hides behind their atomics)
  * and publishes it by its match key, written last (release: the entry's
  * words, and the chunks the caller wrote before, are visible to whoever
  * sees the key). */
-MPIXD_HD void mpixd_post_entry(const MPIX_Device_comm *h, int dst, uint32_t slot, int tag, uint32_t seq,
+MPIXD_HD void mpixd_post_entry(const MPIX_Device_comm *h, int dst, char *base, uint32_t slot, int tag, uint32_t seq,
                                uint32_t bytes, uint32_t chan, uint32_t ticket, uint32_t nslots, const void *buf) {
-  char *base = h->bases[dst];
   mpixd_ment *e = mpixd_ments(h, base, h->rank) + slot;
   mpixd_w16 head;
   head.a = (uint64_t)bytes | (uint64_t)chan << 32;
@@ -757,39 +833,62 @@ MPIXD_HD void mpixd_post_entry(const MPIX_Device_comm *h, int dst, uint32_t slot
     ((mpixd_w16 *)e->data)[0] = w[0];
     if (bytes > 16) ((mpixd_w16 *)e->data)[1] = w[1];
   }
-  mpixd_store_release64_at(mpixd_mkeys(h, base, h->rank) + slot, mpixd_mkey(tag, seq), mpixd_near(h, dst));
+  mpixd_store_release64_at(mpixd_mkeys(h, base, h->rank) + 2 * (uint64_t)slot, mpixd_mkey(tag, seq) | MPIXD_KEY_ENTRY,
+                           mpixd_near(h, dst));
+}
+
+/* A message of at most MPIXD_TINY bytes into way `slot` of dst's table:
+ * key, size and payload in one 16-byte atomic. */
+MPIXD_HD void mpixd_post_tiny(const MPIX_Device_comm *h, int dst, char *base, uint32_t slot, int tag, uint32_t seq,
+                              uint32_t bytes, const void *buf) {
+  mpixd_w16 w[2];
+  mpixd_inline_load(w, buf, bytes);
+  mpixd_cell_put(mpixd_mkeys(h, base, h->rank) + 2 * (uint64_t)slot, mpixd_mkey(tag, seq) | bytes, w[0].a,
+                 mpixd_near(h, dst));
+}
+
+/* Posts a message that fits the table (tiny in its cell, up to
+ * MPIXD_INLINE in its entry) into way `slot` of dst's table. Cells go by
+ * 16-byte atomics only to peers on this GPU: whether NVLink carries them
+ * to another GPU's memory has not been tried (no two-GPU machine so far),
+ * so tiny messages to other GPUs take the entry like the rest. */
+MPIXD_HD void mpixd_post_small(const MPIX_Device_comm *h, int dst, char *base, uint32_t slot, int tag, uint32_t seq,
+                               uint32_t bytes, const void *buf) {
+  if (bytes <= MPIXD_TINY && mpixd_near(h, dst)) mpixd_post_tiny(h, dst, base, slot, tag, seq, bytes, buf);
+  else mpixd_post_entry(h, dst, base, slot, tag, seq, bytes, 0, 0, 0, buf);
 }
 
 /* Looks for message (tag, seq) from src: its way, or -1 while it has not
  * arrived. Only this receive wants (tag, seq), so no other thread touches
  * the entry: taking it needs no atomic. */
-MPIXD_HD int32_t mpixd_find(const MPIX_Device_comm *h, int src, int tag, uint32_t seq) {
-  uint64_t *keys = mpixd_mkeys(h, h->local, src);
-  const uint64_t want = mpixd_mkey(tag, seq);
-  const uint32_t b0 = mpixd_bucket(h, tag, seq);
+MPIXD_HD int32_t mpixd_find_at(uint32_t buckets, uint64_t *cells, uint32_t b0, uint64_t want, uint64_t *key) {
   /* Every line loaded before any is looked at: one memory round trip per
    * poll, not one per bucket. */
   uint64_t k[MPIXD_PROBE][MPIXD_WAYS];
   for (uint32_t i = 0; i < MPIXD_PROBE; ++i)
-    mpixd_load_line(keys + (uint64_t)((b0 + i) & (h->buckets - 1)) * MPIXD_WAYS, k[i]);
+    mpixd_load_line(cells + 2 * (uint64_t)((b0 + i) & (buckets - 1)) * MPIXD_WAYS, k[i]);
   for (uint32_t i = 0; i < MPIXD_PROBE; ++i) {
     for (uint32_t w = 0; w < MPIXD_WAYS; ++w) {
-      if (k[i][w] != want) continue;
-      const uint32_t slot = ((b0 + i) & (h->buckets - 1)) * MPIXD_WAYS + w;
-      /* The acquire orders the entry's reads after its key. */
-      (void)mpixd_load_acquire64_at(keys + slot, mpixd_near(h, src));
-      return (int32_t)slot;
+      if ((k[i][w] & ~MPIXD_KEY_SIZE) != want) continue;
+      *key = k[i][w];
+      return (int32_t)(((b0 + i) & (buckets - 1)) * MPIXD_WAYS + w);
     }
   }
   return -1;
 }
 
-/* Gives way `slot` of src's table back to src once the entry was read: the
- * key cleared, the way freed in the sender's occupancy word (release: the
- * reads of the entry and the cleared key come before the sender's reuse). */
-MPIXD_HD void mpixd_free_way(const MPIX_Device_comm *h, int src, uint32_t slot) {
-  mpixd_store_relaxed64(mpixd_mkeys(h, h->local, src) + slot, 0);
-  mpixd_and_release_at(mpixd_claims(h, h->bases[src], h->rank) + slot / MPIXD_WAYS, ~(1u << (slot % MPIXD_WAYS)),
+MPIXD_HD int32_t mpixd_find(const MPIX_Device_comm *h, int src, int tag, uint32_t seq, uint64_t *key) {
+  return mpixd_find_at(h->buckets, mpixd_mkeys(h, h->local, src), mpixd_bucket(h, tag, seq), mpixd_mkey(tag, seq), key);
+}
+
+/* Gives way `slot` of src's table (src's mailbox at src_base) back to src
+ * once its message was taken:
+ * the key cleared (a tiny message's take cleared it), the way freed in the
+ * sender's occupancy word (release: the reads of the entry and the cleared
+ * key come before the sender's reuse). */
+MPIXD_HD void mpixd_free_way(const MPIX_Device_comm *h, int src, char *src_base, uint32_t slot, bool cleared) {
+  if (!cleared) mpixd_store_relaxed64(mpixd_mkeys(h, h->local, src) + 2 * (uint64_t)slot, 0);
+  mpixd_and_release_at(mpixd_claims(h, src_base, h->rank) + slot / MPIXD_WAYS, ~(1u << (slot % MPIXD_WAYS)),
                        mpixd_near(h, src));
 }
 
@@ -848,6 +947,21 @@ MPIXD_HD void mpixd_publish_chunk(const MPIX_Device_comm *h, int dst, uint32_t c
                          mpixd_near(h, dst));
 }
 
+/* Publishes chunks pos .. pos + k - 1 to dst with one fence, by the thread
+ * that stores, after the barrier that ends every lane's copies (the block
+ * variants: a release store each would cost a round trip each). */
+MPIXD_HD void mpixd_publish_chunks(const MPIX_Device_comm *h, int dst, uint32_t c, uint32_t pos, uint32_t k) {
+  uint32_t *seqs = mpixd_seqs(h, h->bases[dst], h->rank, c);
+  mpixd_fence_at(mpixd_near(h, dst));
+  for (uint32_t j = 0; j < k; ++j) mpixd_store_relaxed(seqs + ((pos + j) & (h->slots - 1)), pos + j + 1);
+}
+
+/* Whether chunk ticket pos from src has arrived, without ordering: a
+ * caller that reads the data after a true answer fences first. */
+MPIXD_HD bool mpixd_arrived_relaxed(const MPIX_Device_comm *h, int src, uint32_t c, uint32_t pos) {
+  return mpixd_load_relaxed(mpixd_seqs(h, h->local, src, c) + (pos & (h->slots - 1))) == pos + 1;
+}
+
 /* Whether chunk ticket pos from src has arrived (acquire: its data may be
  * read after a true answer). */
 MPIXD_HD bool mpixd_arrived(const MPIX_Device_comm *h, int src, uint32_t c, uint32_t pos) {
@@ -873,6 +987,15 @@ MPIXD_HD void mpixd_mark_done(const MPIX_Device_comm *h, int src, uint32_t c, ui
   mpixd_store_release_at(mpixd_slot_states(mpixd_rchan_of(h, src, c)) + (pos & (h->slots - 1)), MPIXD_S_DONE, true);
 }
 
+/* The same for k chunks from pos, after one fence (the block variants: the
+ * fence by the thread that stores, after the barrier that ends every
+ * lane's reads, releases all of them). */
+MPIXD_HD void mpixd_mark_done_batch(const MPIX_Device_comm *h, int src, uint32_t c, uint32_t pos, uint32_t k) {
+  uint32_t *states = mpixd_slot_states(mpixd_rchan_of(h, src, c));
+  mpixd_fence_at(true);
+  for (uint32_t j = 0; j < k; ++j) mpixd_store_relaxed(states + ((pos + j) & (h->slots - 1)), MPIXD_S_DONE);
+}
+
 /* Releases the consumed prefix of ring (src, c) and returns its credits.
  * Whoever marked a chunk done calls it; a thread that does not get the
  * lock leaves the work to the holder, which looks again after unlocking.
@@ -888,15 +1011,29 @@ MPIXD_HD void mpixd_ring_release(const MPIX_Device_comm *h, int src, uint32_t c)
     if (!mpixd_try_lock(&rc->lock)) return;
     uint32_t lo = rc->lo;
     const uint32_t start = lo;
-    while (mpixd_load_acquire_at(&states[lo & mask], true) == MPIXD_S_DONE) {
+    /* On the GPU one fence serves the whole prefix (an acquire or release
+     * costs a memory round trip each): it acquires the consumers' DONE
+     * marks, which released their reads, and releases the FREE marks, all
+     * before the sender sees the credit and reuses the slots. The host
+     * build says the same with acquire loads and a release store, which
+     * ThreadSanitizer understands (it does not model fences). */
+#if defined(__CUDA_ARCH__)
+    while (mpixd_load_relaxed(&states[lo & mask]) == MPIXD_S_DONE) {
+#else
+    while (__atomic_load_n(&states[lo & mask], __ATOMIC_ACQUIRE) == MPIXD_S_DONE) {
+#endif
       mpixd_store_relaxed(&states[lo & mask], MPIXD_S_FREE);
       ++lo;
     }
     if (lo != start) {
       mpixd_store_relaxed(&rc->lo, lo);
-      /* Release: the slots' FREE marks (and the consumers' reads, which
-       * their DONE marks released) come before the sender's reuse. */
-      mpixd_store_release_at(&mpixd_schan_of(h, h->bases[src], h->rank, c)->credit, lo, mpixd_near(h, src));
+      uint32_t *credit = &mpixd_schan_of(h, h->bases[src], h->rank, c)->credit;
+#if defined(__CUDA_ARCH__)
+      mpixd_fence_at(mpixd_near(h, src));
+      mpixd_store_relaxed(credit, lo);
+#else
+      __atomic_store_n(credit, lo, __ATOMIC_RELEASE);
+#endif
     }
     mpixd_unlock(&rc->lock);
     mpixd_fence_sc();
@@ -906,9 +1043,8 @@ MPIXD_HD void mpixd_ring_release(const MPIX_Device_comm *h, int src, uint32_t c)
 
 /* ---- argument checks ---- */
 
-MPIXD_HD int mpixd_check(const MPIX_Device_comm *h, const void *buf, size_t bytes, int peer, int tag,
-                         const MPIX_Device_request *r) {
-  if (r == NULL || h->size <= 0) return MPIX_DEVICE_ERR_ARG;
+MPIXD_HD int mpixd_check_args(const MPIX_Device_comm *h, const void *buf, size_t bytes, int peer, int tag) {
+  if (h->size <= 0) return MPIX_DEVICE_ERR_ARG;
   if (h->path == MPIXD_PATH_IPC ? (h->bases == NULL || h->channels == 0 || h->buckets == 0 || h->keys == 0)
                                 : (h->pq == NULL || h->pq_slots == 0))
     return MPIX_DEVICE_ERR_ARG;
@@ -917,6 +1053,11 @@ MPIXD_HD int mpixd_check(const MPIX_Device_comm *h, const void *buf, size_t byte
   if (buf == NULL && bytes > 0) return MPIX_DEVICE_ERR_ARG;
   if (bytes > 0xffffffffull) return MPIX_DEVICE_ERR_ARG; /* the entry's 32-bit size */
   return MPIX_DEVICE_SUCCESS;
+}
+
+MPIXD_HD int mpixd_check(const MPIX_Device_comm *h, const void *buf, size_t bytes, int peer, int tag,
+                         const MPIX_Device_request *r) {
+  return r == NULL ? MPIX_DEVICE_ERR_ARG : mpixd_check_args(h, buf, bytes, peer, tag);
 }
 
 /* ---- proxy path ---- */
@@ -1032,7 +1173,11 @@ MPIXD_HD int mpixd_send_progress(const MPIX_Device_comm *h, MPIX_Device_request 
   if (!(r->flags & MPIXD_R_POSTED)) {
     uint32_t slot;
     if (!mpixd_claim_way(h, r->peer, r->tag, r->seq, &slot)) return MPIX_DEVICE_PENDING;
-    mpixd_post_entry(h, r->peer, slot, r->tag, r->seq, (uint32_t)r->bytes, r->chan, r->ticket, r->nslots, r->buf);
+    char *base = h->bases[r->peer];
+    if (r->nslots == 0) mpixd_post_small(h, r->peer, base, slot, r->tag, r->seq, (uint32_t)r->bytes, r->buf);
+    else
+      mpixd_post_entry(h, r->peer, base, slot, r->tag, r->seq, (uint32_t)r->bytes, r->chan, r->ticket, r->nslots,
+                       r->buf);
     r->flags |= MPIXD_R_POSTED;
   }
   if (r->next < r->nslots) {
@@ -1115,12 +1260,25 @@ MPIXD_HD int mpixd_irecv(const MPIX_Device_comm *h, void *buf, size_t bytes, int
   return MPIX_DEVICE_SUCCESS;
 }
 
-/* A waiting receive: whether its message is in the table; if so takes it
- * (an inline one completes the receive, a staged one binds it to its
- * chunks) and frees its way. */
-MPIXD_HD bool mpixd_recv_match(const MPIX_Device_comm *h, MPIX_Device_request *r) {
-  const int32_t slot = mpixd_find(h, r->peer, r->tag, r->seq);
-  if (slot < 0) return false;
+/* Takes the message a waiting receive found at way `slot` of its source's
+ * table, whose key was `key` (a tiny or inline one completes the receive, a
+ * staged one binds it to its chunks) and frees the way. */
+MPIXD_HD void mpixd_recv_take(const MPIX_Device_comm *h, MPIX_Device_request *r, int32_t slot, uint64_t key,
+                              char *src_base) {
+  uint64_t *cell = mpixd_mkeys(h, h->local, r->peer) + 2 * (uint64_t)slot;
+  const bool near = mpixd_near(h, r->peer);
+  if ((key & MPIXD_KEY_SIZE) != MPIXD_KEY_ENTRY) {
+    mpixd_w16 w[2];
+    w[0].a = mpixd_cell_take(cell, near);
+    r->msg_bytes = key & MPIXD_KEY_SIZE;
+    if (r->msg_bytes > 0 && r->bytes > 0) mpixd_inline_store(r->buf, w, r->msg_bytes < r->bytes ? r->msg_bytes : r->bytes);
+    mpixd_free_way(h, r->peer, src_base, (uint32_t)slot, true);
+    r->state = MPIXD_DONE;
+    r->status = r->msg_bytes > r->bytes ? MPIX_DEVICE_ERR_TRUNCATE : MPIX_DEVICE_SUCCESS;
+    return;
+  }
+  /* The acquire orders the entry's reads after its key. */
+  (void)mpixd_load_acquire64_at(cell, near);
   const mpixd_ment *e = mpixd_ments(h, h->local, r->peer) + slot;
   const mpixd_w16 head = *(const mpixd_w16 *)e;
   r->msg_bytes = (uint32_t)head.a;
@@ -1131,17 +1289,25 @@ MPIXD_HD bool mpixd_recv_match(const MPIX_Device_comm *h, MPIX_Device_request *r
       w[1] = ((const mpixd_w16 *)e->data)[1];
       mpixd_inline_store(r->buf, w, r->msg_bytes < r->bytes ? r->msg_bytes : r->bytes);
     }
-    mpixd_free_way(h, r->peer, (uint32_t)slot);
+    mpixd_free_way(h, r->peer, src_base, (uint32_t)slot, false);
     r->state = MPIXD_DONE;
     r->status = r->msg_bytes > r->bytes ? MPIX_DEVICE_ERR_TRUNCATE : MPIX_DEVICE_SUCCESS;
-    return true;
+    return;
   }
   r->chan = (uint32_t)(head.a >> 32);
   r->ticket = (uint32_t)head.b;
   r->nslots = (uint32_t)(head.b >> 32);
-  mpixd_free_way(h, r->peer, (uint32_t)slot);
+  mpixd_free_way(h, r->peer, src_base, (uint32_t)slot, false);
   r->next = 0;
   r->state = MPIXD_RECV_BOUND;
+}
+
+/* A waiting receive: whether its message is in the table (taken if so). */
+MPIXD_HD bool mpixd_recv_match(const MPIX_Device_comm *h, MPIX_Device_request *r) {
+  uint64_t key = 0;
+  const int32_t slot = mpixd_find(h, r->peer, r->tag, r->seq, &key);
+  if (slot < 0) return false;
+  mpixd_recv_take(h, r, slot, key, h->bases[r->peer]);
   return true;
 }
 

@@ -127,10 +127,10 @@ void dump_queues() {
   // rings' tickets, credits and releases.
   for (int peer = 0; peer < h->size; ++peer) {
     auto claims = get(mpixd_claims(h, h->local, peer), sizeof(uint32_t) * h->buckets);
-    auto keys = get(mpixd_mkeys(h, h->local, peer), sizeof(uint64_t) * h->buckets * MPIXD_WAYS);
+    auto keys = get(mpixd_mkeys(h, h->local, peer), 2 * sizeof(uint64_t) * h->buckets * MPIXD_WAYS);
     unsigned held = 0, waiting = 0;
     for (size_t b = 0; b < claims.size() / 4; ++b) held += __builtin_popcount(reinterpret_cast<const uint32_t *>(claims.data())[b]);
-    for (size_t k = 0; k < keys.size() / 8; ++k) waiting += reinterpret_cast<const uint64_t *>(keys.data())[k] != 0;
+    for (size_t k = 0; k < keys.size() / 16; ++k) waiting += reinterpret_cast<const uint64_t *>(keys.data())[2 * k] != 0;
     std::fprintf(stderr, "[%d] to %d: %u ways held; from %d: %u messages in the table\n", g_rank, peer, held, peer,
                  waiting);
     for (uint32_t c = 0; c < h->channels && c < 4; ++c) {

@@ -24,6 +24,7 @@ namespace {
 
 struct Shape {
   uint32_t channels = 2, slots = 16, slot_bytes = 256, buckets = 64, keys = 64;
+  bool near = true;  // the ranks share a "GPU": tiny messages in cells (else all in entries)
 };
 
 // A fake node of `size` ranks sharing one address space.
@@ -39,6 +40,7 @@ struct World {
     t.slot_bytes = s.slot_bytes;
     t.buckets = s.buckets;
     t.keys = s.keys;
+    t.gpu_peers = s.near ? (uint64_t{1} << size) - 1 : 0;
     t.tag_ub = 1 << 20;
     const uint64_t bytes = mpixd_layout(&t, 0);
     for (int r = 0; r < size; ++r) {
@@ -108,23 +110,28 @@ TEST(DevProto, EntryAndLayout) {
   const MPIX_Device_comm &h = w.h[0];
   // Regions in order, each big enough for all ranks, lines 64-byte aligned.
   EXPECT_EQ(h.off_mkeys % 256, 0u);
-  EXPECT_LE(h.off_mkeys + 3ull * 32 * MPIXD_WAYS * 8, h.off_ments);
+  EXPECT_LE(h.off_mkeys + 3ull * 32 * MPIXD_WAYS * 16, h.off_ments);
   EXPECT_LE(h.off_ments + 3ull * 32 * MPIXD_WAYS * 64, h.off_claims);
   EXPECT_LE(h.off_claims + 3ull * 32 * 4, h.off_skeys);
   EXPECT_LE(h.off_skeys + 128ull * 16, h.off_rkeys);
-  EXPECT_LE(h.off_rkeys + 128ull * 16, h.off_seqs);
+  EXPECT_LE(h.off_rkeys + 128ull * 16, h.off_sdirect);
+  EXPECT_LE(h.off_sdirect + 3ull * MPIXD_DIRECT_TAGS * 4, h.off_rdirect);
+  EXPECT_LE(h.off_rdirect + 3ull * MPIXD_DIRECT_TAGS * 4, h.off_seqs);
   EXPECT_LE(h.off_seqs + 3ull * 8 * 16 * 4, h.off_staging);
   EXPECT_LE(h.off_staging + 3ull * 8 * 16 * 512, h.off_rchan);
   EXPECT_LE(h.off_rchan + 3ull * 8 * h.rchan_bytes, h.off_schan);
   EXPECT_LE(sizeof(mpixd_rchan) + 4 * h.slots, h.rchan_bytes);
   EXPECT_EQ(reinterpret_cast<char *>(mpixd_mkeys(&h, h.local, 1)) - reinterpret_cast<char *>(mpixd_mkeys(&h, h.local, 0)),
-            32 * MPIXD_WAYS * 8);
-  EXPECT_EQ(reinterpret_cast<uintptr_t>(mpixd_mkeys(&h, h.local, 2)) % 64, 0u);
+            32 * MPIXD_WAYS * 16);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(mpixd_mkeys(&h, h.local, 2)) % 128, 0u);  // a bucket's cells: one line
   EXPECT_EQ(reinterpret_cast<uintptr_t>(mpixd_ments(&h, h.local, 1)) % 16, 0u);
   // Match keys are never an empty way, and tell tag and number apart.
   EXPECT_NE(mpixd_mkey(0, 0), 0u);
   EXPECT_NE(mpixd_mkey(1, 0), mpixd_mkey(0, 1));
   EXPECT_NE(mpixd_mkey(0x7fffffff, 0xffffffffu), mpixd_mkey(0x7ffffffe, 0xffffffffu));
+  // The size field is free in every key: a tiny size or the entry mark.
+  EXPECT_EQ(mpixd_mkey(0x7fffffff, 0xffffffffu) & MPIXD_KEY_SIZE, 0u);
+  EXPECT_LT(MPIXD_TINY, MPIXD_KEY_ENTRY);
   EXPECT_NE(mpixd_key(0, 0), 0u);
   EXPECT_NE(mpixd_key(1, 0), mpixd_key(0, 1));
 }
@@ -165,7 +172,7 @@ TEST(DevProto, ArgumentChecks) {
   no_table.buckets = 0;
   EXPECT_EQ(mpixd_isend(&no_table, b, 4, 1, 0, &r), MPIX_DEVICE_ERR_ARG);
   // Rejected calls number nothing: the next message of tag 0 is its first.
-  EXPECT_EQ(mpixd_key_counter(mpixd_send_keys(&w.h[0]), w.h[0].keys, mpixd_key(1, 0))[0], 0u);
+  EXPECT_EQ(*mpixd_counter(&w.h[0], true, 1, 0), 0u);
 }
 
 // Receives match by (source, tag), not by arrival: the n-th receive of a key
@@ -295,34 +302,38 @@ TEST(DevProto, RingBackPressure) {
   EXPECT_EQ(mpixd_schan_of(&s, s.local, 1, 0)->credit, 5u);
 }
 
-// The key tables number (peer, tag) pairs: a table of 4 takes 4 pairs on
-// each side; a fifth pair is refused (nothing numbered, nothing sent),
-// pairs already in the table keep working.
+// Tags below MPIXD_DIRECT_TAGS are numbered at fixed places; the key tables
+// number the other (peer, tag) pairs: a table of 4 takes 4 pairs on each
+// side; a fifth pair is refused (nothing numbered, nothing sent), pairs
+// already in the table, and small tags, keep working.
 TEST(DevProto, KeyTableFull) {
   Shape sh;
   sh.keys = 4;
   World w(3, sh);
   const MPIX_Device_comm &s = w.h[0], &r = w.h[1];
+  const int big = int(MPIXD_DIRECT_TAGS) + 100;
   int v = 1;
   MPIX_Device_request q{};
-  for (int tag = 0; tag < 3; ++tag) ASSERT_EQ(send_blocking(s, &v, 4, 1, tag), MPIX_DEVICE_SUCCESS);
-  ASSERT_EQ(send_blocking(s, &v, 4, 2, 0), MPIX_DEVICE_SUCCESS);  // (2, 0) is a pair of its own
-  EXPECT_EQ(mpixd_isend(&s, &v, 4, 1, 3, &q), MPIX_DEVICE_ERR_KEYS);
-  EXPECT_EQ(mpixd_isend(&s, &v, 4, 2, 1, &q), MPIX_DEVICE_ERR_KEYS);
-  EXPECT_EQ(w.ways_in_use(0, 1), 3u);
+  for (int tag = big; tag < big + 3; ++tag) ASSERT_EQ(send_blocking(s, &v, 4, 1, tag), MPIX_DEVICE_SUCCESS);
+  ASSERT_EQ(send_blocking(s, &v, 4, 2, big), MPIX_DEVICE_SUCCESS);  // (2, big) is a pair of its own
+  EXPECT_EQ(mpixd_isend(&s, &v, 4, 1, big + 3, &q), MPIX_DEVICE_ERR_KEYS);
+  EXPECT_EQ(mpixd_isend(&s, &v, 4, 2, big + 1, &q), MPIX_DEVICE_ERR_KEYS);
+  ASSERT_EQ(send_blocking(s, &v, 4, 1, 7), MPIX_DEVICE_SUCCESS);  // a direct tag needs no key
+  EXPECT_EQ(w.ways_in_use(0, 1), 4u);
   size_t n = 0;
-  for (int tag = 0; tag < 3; ++tag) ASSERT_EQ(recv_blocking(r, &v, 4, 0, tag, &n), MPIX_DEVICE_SUCCESS);
+  for (int tag = big; tag < big + 3; ++tag) ASSERT_EQ(recv_blocking(r, &v, 4, 0, tag, &n), MPIX_DEVICE_SUCCESS);
+  ASSERT_EQ(recv_blocking(r, &v, 4, 0, 7, &n), MPIX_DEVICE_SUCCESS);
   MPIX_Device_request rq{};
-  ASSERT_EQ(mpixd_irecv(&r, &v, 4, 2, 7, &rq), MPIX_DEVICE_SUCCESS);  // the receiver's fourth pair
-  EXPECT_EQ(mpixd_irecv(&r, &v, 4, 0, 3, &q), MPIX_DEVICE_ERR_KEYS);
-  ASSERT_EQ(send_blocking(w.h[2], &v, 4, 1, 7), MPIX_DEVICE_SUCCESS);
+  ASSERT_EQ(mpixd_irecv(&r, &v, 4, 2, big + 7, &rq), MPIX_DEVICE_SUCCESS);  // the receiver's fourth pair
+  EXPECT_EQ(mpixd_irecv(&r, &v, 4, 0, big + 3, &q), MPIX_DEVICE_ERR_KEYS);
+  ASSERT_EQ(send_blocking(w.h[2], &v, 4, 1, big + 7), MPIX_DEVICE_SUCCESS);
   EXPECT_EQ(wait(r, &rq), MPIX_DEVICE_SUCCESS);
   v = 42;
-  ASSERT_EQ(send_blocking(s, &v, 4, 1, 2), MPIX_DEVICE_SUCCESS);
+  ASSERT_EQ(send_blocking(s, &v, 4, 1, big + 2), MPIX_DEVICE_SUCCESS);
   v = 0;
-  ASSERT_EQ(recv_blocking(r, &v, 4, 0, 2, &n), MPIX_DEVICE_SUCCESS);
+  ASSERT_EQ(recv_blocking(r, &v, 4, 0, big + 2, &n), MPIX_DEVICE_SUCCESS);
   EXPECT_EQ(v, 42);
-  ASSERT_EQ(recv_blocking(w.h[2], &v, 4, 0, 0, &n), MPIX_DEVICE_SUCCESS);
+  ASSERT_EQ(recv_blocking(w.h[2], &v, 4, 0, big, &n), MPIX_DEVICE_SUCCESS);
   EXPECT_EQ(w.ways_in_use(0, 1) + w.ways_in_use(0, 2) + w.ways_in_use(2, 1), 0u);
 }
 
@@ -370,9 +381,12 @@ TEST(DevProto, StreamingAndTruncation) {
   EXPECT_EQ(dst[0], 0xEE);
 }
 
-// Inline payloads at every size and alignment on both sides.
-TEST(DevProto, InlineEveryAlignment) {
-  World w(2, Shape{});
+// Inline payloads at every size and alignment on both sides, in cells
+// (tiny, peers on one GPU) and in entries.
+void inline_every_alignment(bool near) {
+  Shape sh;
+  sh.near = near;
+  World w(2, sh);
   alignas(16) unsigned char src[64], dst[64];
   for (size_t n = 0; n <= MPIXD_INLINE; ++n)
     for (size_t a = 0; a < 16; a += 3) {
@@ -389,6 +403,12 @@ TEST(DevProto, InlineEveryAlignment) {
         EXPECT_EQ(dst[14 - a], 0xEE) << n << " at +" << a;
       }
     }
+}
+
+TEST(DevProto, InlineEveryAlignment) {
+  inline_every_alignment(true);
+  inline_every_alignment(false);
+
 }
 
 // Many sender threads on `sources` ranks, as many receiver threads on one
@@ -457,6 +477,11 @@ Shape shape(uint32_t channels, uint32_t slots, uint32_t buckets) {
 TEST(DevProto, StressTinyQueues) { stress(shape(4, 2, 1)); }
 TEST(DevProto, StressOneChannel) { stress(shape(1, 8, 4)); }
 TEST(DevProto, StressWide) { stress(shape(32, 16, 256)); }
+TEST(DevProto, StressTinyQueuesOtherGpus) {
+  Shape q = shape(4, 2, 1);
+  q.near = false;
+  stress(q);
+}
 
 // test/gpu/dev_p2p's test_many as its one-channel GPU entry runs it: 1
 // channel, 8 slots of 16 KiB, a table of 4 buckets, 128 thread pairs on 4
@@ -636,8 +661,8 @@ void preset_counters(World &w, uint32_t t0, std::initializer_list<int> tags) {
         sc->tail = sc->credit = t0;
       }
       for (int tag : tags) {
-        *mpixd_key_counter(mpixd_send_keys(&w.h[src]), w.h[src].keys, mpixd_key(dst, tag)) = t0;
-        *mpixd_key_counter(mpixd_recv_keys(&rh), rh.keys, mpixd_key(src, tag)) = t0;
+        *mpixd_counter(&w.h[src], true, dst, tag) = t0;
+        *mpixd_counter(&rh, false, src, tag) = t0;
       }
     }
   }
@@ -647,14 +672,15 @@ TEST(DevProto, CountersWrap) {
   Shape sh;
   sh.slots = 4;
   World w(2, sh);
-  preset_counters(w, 0xfffffffeu, {3, 10, 11});
+  const int far = int(MPIXD_DIRECT_TAGS) + 3;  // numbered in the key table
+  preset_counters(w, 0xfffffffeu, {far, 10, 11});
   const MPIX_Device_comm &s = w.h[0], &r = w.h[1];
   // Receives whose numbers straddle the wrap: FIFO must still hold.
   int a[4] = {-1, -1, -1, -1};
   MPIX_Device_request q[4] = {};
-  for (int i = 0; i < 4; ++i) ASSERT_EQ(mpixd_irecv(&r, &a[i], 4, 0, 3, &q[i]), MPIX_DEVICE_SUCCESS);
+  for (int i = 0; i < 4; ++i) ASSERT_EQ(mpixd_irecv(&r, &a[i], 4, 0, far, &q[i]), MPIX_DEVICE_SUCCESS);
   EXPECT_EQ(q[3].seq, 1u);
-  for (int i = 0; i < 4; ++i) ASSERT_EQ(send_blocking(s, &i, 4, 1, 3), MPIX_DEVICE_SUCCESS);
+  for (int i = 0; i < 4; ++i) ASSERT_EQ(send_blocking(s, &i, 4, 1, far), MPIX_DEVICE_SUCCESS);
   for (int i = 0; i < 4; ++i) {
     EXPECT_EQ(mpixd_test(&r, &q[i]), MPIX_DEVICE_SUCCESS);
     EXPECT_EQ(a[i], i) << "receive " << i;
@@ -677,10 +703,10 @@ TEST(DevProto, CountersWrap) {
     ASSERT_EQ(send_blocking(s, out.data(), n, 1, 10 + m % 2), MPIX_DEVICE_SUCCESS);
   }
   rx.join();
-  for (int tag : {3, 10, 11}) {
+  for (int tag : {far, 10, 11}) {
     const mpixd_schan *sc = mpixd_schan_of(&s, s.local, 1, mpixd_channel(&s, tag));
     EXPECT_EQ(sc->credit, sc->tail) << "tag " << tag;
-    if (tag != 3) {
+    if (tag != far) {
       EXPECT_LT(sc->tail, 1000u) << "tag " << tag << ": its tickets wrapped";
     }
   }
