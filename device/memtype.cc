@@ -97,7 +97,8 @@ PtrInfo query(const void *p) {
   info.buffer_id = id;
   info.base = static_cast<std::uintptr_t>(start);
   info.size = static_cast<std::size_t>(size);
-  info.ipc_capable = static_cast<unsigned>(ipc) != 0 && info.base != 0 && info.size != 0;
+  // The sender exports a handle once per buffer id: no id, no IPC.
+  info.ipc_capable = static_cast<unsigned>(ipc) != 0 && info.base != 0 && info.size != 0 && info.buffer_id != 0;
   return info;
 }
 

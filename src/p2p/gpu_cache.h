@@ -37,11 +37,15 @@ inline ChunkPlan plan_chunks(std::size_t total, std::size_t chunk) {
 // address and the IPC handle bytes. The handle is part of the key because a
 // base address can be reused by a later allocation after a free; a new
 // allocation always comes with a new handle, so a stale mapping is never
-// used for it.
+// used for it. (One allocation always comes with one handle: the sender
+// exports it once, per CU_POINTER_ATTRIBUTE_BUFFER_ID.) `size` is not part
+// of the key: with base it says which of the exporter's addresses the
+// allocation occupies.
 struct IpcKey {
   std::uint64_t host = 0;
   std::int32_t pid = 0;
   std::uint64_t base = 0;
+  std::uint64_t size = 0;  // 0: unknown, taken as one byte
   unsigned char handle[64] = {};
   std::string bytes() const {
     std::string k(sizeof host + sizeof pid + sizeof base + sizeof handle, '\0');
@@ -52,16 +56,35 @@ struct IpcKey {
     std::memcpy(p + sizeof host + sizeof pid + sizeof base, handle, sizeof handle);
     return k;
   }
+  std::uint64_t end() const { return base + (size == 0 ? 1 : size); }
+  // Both allocations occupy a common address of the same exporter.
+  bool overlaps(const IpcKey &o) const {
+    return host == o.host && pid == o.pid && base < o.end() && o.base < end();
+  }
 };
 
 // The receiver's mapped peer allocations. A mapping keeps the exporter's
 // memory alive (the driver frees it only when every importer has closed
 // it), so the cache is bounded: least recently used mappings that no copy
 // is using are closed beyond `capacity` (0: close after every transfer).
+//
+// A mapping outlives the exporter's cudaFree, and while it is open the
+// driver may refuse to map a later allocation of that exporter at the freed
+// addresses (cudaErrorAlreadyMapped, "resource already mapped": seen on an
+// H100, driver 580, for 16 KiB buffers freed and reallocated over the old
+// addresses). acquire() does not try: it answers kStale and the transfer is
+// staged, as it was after the refused open, but with no failed call for
+// compute-sanitizer to count. Closing the stale mapping first is no way
+// out: cudaIpcCloseMemHandle waits for every kernel running in this
+// process, and one may be waiting for this very message (a device-initiated
+// receive), so the close would never return.
 class IpcCache {
  public:
   using OpenFn = std::function<int(const IpcKey &, void **)>;
   using CloseFn = std::function<void(void *)>;
+
+  // acquire()'s answer for an allocation where a stale mapping lies.
+  static constexpr int kStale = -1;
 
   IpcCache(std::size_t capacity, OpenFn open, CloseFn close)
       : capacity_(capacity), open_(std::move(open)), close_(std::move(close)) {}
@@ -70,7 +93,8 @@ class IpcCache {
   IpcCache &operator=(const IpcCache &) = delete;
 
   // The local address of key's allocation, mapped now or earlier; the
-  // mapping stays open until release(). Returns 0 or the open error.
+  // mapping stays open until release(). Returns 0, kStale or the open
+  // error. Never closes a mapping (see above): only release() and clear() do.
   int acquire(const IpcKey &key, void **ptr) {
     std::string k = key.bytes();
     auto it = map_.find(k);
@@ -83,10 +107,21 @@ class IpcCache {
       return 0;
     }
     ++misses_;
+    // Two live allocations of one process never overlap, and key's is live
+    // (its sender waits for our answer): a cached mapping of the same
+    // exporter that overlaps it is of freed memory. A linear scan, on
+    // misses only, each of which costs a driver call far slower than it.
+    for (const auto &m : map_) {
+      if (m.second.key.overlaps(key)) {
+        ++stale_;
+        return kStale;
+      }
+    }
     void *p = nullptr;
     if (int err = open_(key, &p)) return err;
     lru_.push_back(k);
     Entry e;
+    e.key = key;
     e.ptr = p;
     e.users = 1;
     e.lru = std::prev(lru_.end());
@@ -120,9 +155,12 @@ class IpcCache {
   std::size_t hits() const { return hits_; }
   std::size_t misses() const { return misses_; }
   std::size_t evictions() const { return evictions_; }
+  // Misses answered kStale.
+  std::size_t stale() const { return stale_; }
 
  private:
   struct Entry {
+    IpcKey key;
     void *ptr = nullptr;
     int users = 0;
     std::list<std::string>::iterator lru;
@@ -147,7 +185,7 @@ class IpcCache {
   CloseFn close_;
   std::unordered_map<std::string, Entry> map_;
   std::list<std::string> lru_;  // front: least recently used
-  std::size_t hits_ = 0, misses_ = 0, evictions_ = 0;
+  std::size_t hits_ = 0, misses_ = 0, evictions_ = 0, stale_ = 0;
 };
 
 // Pinned staging buffers of one size, allocated on demand and reused for

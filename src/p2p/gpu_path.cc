@@ -47,12 +47,13 @@ struct GpuRts {
   std::int32_t pid;
   std::int32_t device;      // sender's GPU ordinal
   std::uint64_t base;       // allocation base in the sender's address space
+  std::uint64_t size;       // allocation size (the receiver's cache: which addresses it occupies)
   std::uint64_t offset;     // where the data starts in the allocation
   std::uint32_t flags;      // kRtsIpc: handle valid (contiguous data, exportable)
   std::uint32_t reserved;
   unsigned char handle[device::kIpcHandleBytes];
 };
-static_assert(sizeof(GpuRts) == 104, "GPU rendezvous descriptor layout");
+static_assert(sizeof(GpuRts) == 112, "GPU rendezvous descriptor layout");
 constexpr std::uint32_t kRtsIpc = 1;
 
 // The receiver's answer to a GPU rendezvous.
@@ -550,6 +551,7 @@ int gpu_rendezvous(P2PComm &c, const void *buf, int count, MPI_Datatype dtype, c
   if (l.contiguous) {
     op->src = at(buf, l.true_lb);
     env.rts.base = info.base;
+    env.rts.size = info.size;
     env.rts.offset = reinterpret_cast<std::uintptr_t>(op->src) - info.base;
     if (info.ipc_capable && !g_config.force_staging && with_descriptor) {
       if (auto *h = exported_handle(info)) {
@@ -773,10 +775,11 @@ bool gpu_deliver(P2PComm &c, Request *r, Message &m) {
       op->key.host = rts.host;
       op->key.pid = rts.pid;
       op->key.base = rts.base;
+      op->key.size = rts.size;
       std::memcpy(op->key.handle, rts.handle, sizeof op->key.handle);
       g_open_device = op->dst_on_device ? op->dst_device : device::current_device();
       if (g_ipc->acquire(op->key, &peer) == 0) op->mapped = true;
-      else peer = nullptr;
+      else peer = nullptr;  // a stale mapping lies there (gpu_cache.h), or the open failed: staged
     }
   }
   if (peer != nullptr) {

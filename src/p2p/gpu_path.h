@@ -9,14 +9,15 @@
 //   pinned host memory and sent as an ordinary eager message.
 // - S on the device, larger or synchronous: a GPU rendezvous. The envelope
 //   (kind kGpuRendezvous) carries a GpuRts: the sender's node, process,
-//   allocation base, offset and CUDA-IPC handle. The receiver, once matched,
-//   either maps the allocation (cached) and copies from it with the copy
-//   engines into R (host or device), then answers "done"; or answers
-//   "stage" with a chunk size, and the sender streams the data as chunks
-//   through pinned buffers (D2H of chunk k+1 overlapping the PMPI send of
-//   chunk k; on the receiver PMPI receives overlap H2D copies). The answer
-//   goes back on the control shadow under tag 1 + (data_tag mod tag_ub),
-//   which no other message uses; chunks go on the data shadow under data_tag.
+//   allocation base and size, offset and CUDA-IPC handle. The receiver,
+//   once matched, either maps the allocation (cached) and copies from it
+//   with the copy engines into R (host or device), then answers "done"; or
+//   answers "stage" with a chunk size, and the sender streams the data as
+//   chunks through pinned buffers (D2H of chunk k+1 overlapping the PMPI
+//   send of chunk k; on the receiver PMPI receives overlap H2D copies). The
+//   answer goes back on the control shadow under tag 1 + (data_tag mod
+//   tag_ub), which no other message uses; chunks go on the data shadow
+//   under data_tag.
 // - S on the host, R on the device: the engine's protocols unchanged; the
 //   receiver lands the bytes in host memory and copies them up.
 // - Non-contiguous datatypes on the device: the sender copies the buffer's
@@ -28,7 +29,11 @@
 // a freed and reallocated buffer comes with a new handle, so a stale mapping
 // is never used. A mapping keeps the sender's freed memory allocated until
 // the receiver closes it: the cache is LRU-bounded (MPIX_GPU_IPC_CACHE; 0
-// closes after each transfer) and emptied at MPI_Finalize.
+// closes after each transfer) and emptied at MPI_Finalize. While a mapping
+// of freed memory is open, the driver may refuse to map a new allocation at
+// its addresses: the GpuRts carries the allocation's size, and an
+// allocation that overlaps a cached mapping of its sender is staged without
+// trying (gpu_cache.h says why the stale mapping is not closed instead).
 //
 // Without CUDA (--without-cuda, or no libcuda at run time) device memory
 // cannot exist unless the application itself loaded the driver: then a

@@ -43,31 +43,58 @@ TEST(GpuChunkPlan, ZeroChunkIsOneByte) {
 
 namespace {
 
+// The driver as seen on an H100 (driver 580): a handle opened twice maps
+// once; a new allocation overlapping one whose mapping is still open is
+// refused (cudaErrorAlreadyMapped, 208); closing a mapping waits for every
+// kernel of the process, a deadlock while a kernel waits for the message
+// being received (kernel_waiting).
 struct FakeIpc {
-  std::map<void *, int> open;  // mapping -> times opened
+  static constexpr int kAlreadyMapped = 208;
+  struct Mapping {
+    IpcKey key;
+    int refs = 0;
+  };
+  std::map<void *, Mapping> open;  // mapping -> what it maps
   int next = 1;
   int fail_next = 0;
+  int refused = 0;
+  bool kernel_waiting = false;
   IpcCache cache(std::size_t capacity) {
     return IpcCache(
         capacity,
-        [this](const IpcKey &, void **p) {
+        [this](const IpcKey &k, void **p) {
           if (fail_next) return fail_next;
+          for (auto &m : open) {
+            if (m.second.key.bytes() == k.bytes()) {
+              ++m.second.refs;
+              *p = m.first;
+              return 0;
+            }
+          }
+          for (auto &m : open) {
+            if (m.second.key.overlaps(k)) {
+              ++refused;
+              return kAlreadyMapped;
+            }
+          }
           *p = reinterpret_cast<void *>(static_cast<std::uintptr_t>(0x1000 * next++));
-          open[*p]++;
+          open[*p] = Mapping{k, 1};
           return 0;
         },
         [this](void *p) {
+          ASSERT_FALSE(kernel_waiting) << "closed a mapping while a kernel waits: deadlock";
           ASSERT_EQ(open.count(p), 1u) << "closed a mapping that is not open";
-          open.erase(p);
+          if (--open[p].refs == 0) open.erase(p);
         });
   }
 };
 
-IpcKey key(int pid, std::uint64_t base, unsigned char h) {
+IpcKey key(int pid, std::uint64_t base, unsigned char h, std::uint64_t size = 0x100) {
   IpcKey k;
   k.host = 42;
   k.pid = pid;
   k.base = base;
+  k.size = size;
   std::memset(k.handle, h, sizeof k.handle);
   return k;
 }
@@ -91,36 +118,127 @@ TEST(GpuIpcCache, MapsOncePerAllocation) {
   EXPECT_TRUE(f.open.empty()) << "destruction closes every mapping";
 }
 
-TEST(GpuIpcCache, ReusedAddressWithNewHandleIsANewMapping) {
-  // The sender freed and reallocated at the same base: a new handle, so the
-  // stale mapping must not be used for it.
+TEST(GpuIpcCache, ReusedAddressWithNewHandleNeverGetsTheStaleMapping) {
+  // The sender freed and reallocated at the same base: a new handle. The
+  // stale mapping must not be used for it, nor the driver asked to map it
+  // while the stale one is open.
   FakeIpc f;
   IpcCache c = f.cache(8);
   void *a = nullptr, *b = nullptr, *d = nullptr;
   ASSERT_EQ(c.acquire(key(1, 0x100, 7), &a), 0);
-  ASSERT_EQ(c.acquire(key(1, 0x100, 8), &b), 0);
+  c.release(key(1, 0x100, 7));
+  EXPECT_EQ(c.acquire(key(1, 0x100, 8), &b), IpcCache::kStale);
+  EXPECT_EQ(b, nullptr);
   ASSERT_EQ(c.acquire(key(2, 0x100, 7), &d), 0);  // another process, same numbers
-  EXPECT_NE(a, b);
   EXPECT_NE(a, d);
-  EXPECT_EQ(c.size(), 3u);
+  EXPECT_EQ(c.size(), 2u);
+  EXPECT_EQ(f.refused, 0);
+}
+
+TEST(GpuIpcCache, FreedAndReallocatedInPlaceIsStagedWithoutAFailedOpen) {
+  // dev_p2p's sender on an H100: a 16449-byte buffer at +0x200 of a block,
+  // sent, freed; the next buffers (16448, 16449, 70066 bytes) at +0x400.
+  // The old cache opened each and the driver refused all three (six errors
+  // under compute-sanitizer). Now: no open, no close (a kernel is waiting
+  // for these very messages), the transfers are staged.
+  FakeIpc f;
+  IpcCache c = f.cache(256);
+  const std::uint64_t block = 0x7f3ecca00000;
+  void *p = nullptr;
+  ASSERT_EQ(c.acquire(key(1, block + 0x200, 1, 16449), &p), 0);
+  c.release(key(1, block + 0x200, 1, 16449));
+  f.kernel_waiting = true;
+  const IpcKey next[] = {key(1, block + 0x400, 2, 16448), key(1, block + 0x400, 3, 16449),
+                         key(1, block + 0x400, 4, 70066)};
+  for (const IpcKey &k : next) {
+    void *q = nullptr;
+    EXPECT_EQ(c.acquire(k, &q), IpcCache::kStale);
+    EXPECT_EQ(q, nullptr);
+  }
+  EXPECT_EQ(f.refused, 0) << "the driver was asked to map over a stale mapping";
+  EXPECT_EQ(c.stale(), 3u);
+  EXPECT_EQ(c.size(), 1u);
+  EXPECT_EQ(f.open.size(), 1u);
+  f.kernel_waiting = false;
+}
+
+TEST(GpuIpcCache, NeighboursOfOneBlockBothMap) {
+  // Live allocations never overlap: adjacent ones (small cudaMallocs share
+  // 2 MiB blocks) are no stale mappings of each other.
+  FakeIpc f;
+  IpcCache c = f.cache(8);
+  void *a = nullptr, *b = nullptr;
+  ASSERT_EQ(c.acquire(key(1, 0x200000, 1, 0x4200), &a), 0);
+  ASSERT_EQ(c.acquire(key(1, 0x204200, 2, 0x4200), &b), 0);
+  EXPECT_NE(a, b);
+  EXPECT_EQ(c.stale(), 0u);
+  EXPECT_EQ(c.size(), 2u);
+}
+
+TEST(GpuIpcCache, OverlapCountsWithinOneExporterOnly) {
+  FakeIpc f;
+  IpcCache c = f.cache(8);
+  void *p = nullptr;
+  IpcKey other_host = key(1, 0x100, 9);
+  other_host.host = 43;
+  ASSERT_EQ(c.acquire(key(1, 0x100, 7, 0x1000), &p), 0);
+  EXPECT_EQ(c.acquire(key(2, 0x800, 8), &p), 0);
+  EXPECT_EQ(c.acquire(other_host, &p), 0);
+  EXPECT_EQ(c.acquire(key(1, 0x1100, 8), &p), 0) << "ends are exclusive";
+  EXPECT_EQ(c.acquire(key(1, 0xfff, 9, 1), &p), IpcCache::kStale);
+  EXPECT_EQ(c.acquire(key(1, 0x0, 9, 0x101), &p), IpcCache::kStale);
+}
+
+TEST(GpuIpcCache, StaleMappingGoneTheNewAllocationMaps) {
+  // Once the stale mapping is closed (evicted when idle, or at
+  // MPI_Finalize), an allocation at its addresses maps again.
+  FakeIpc f;
+  IpcCache c = f.cache(2);
+  void *p = nullptr;
+  ASSERT_EQ(c.acquire(key(1, 0x100, 7), &p), 0);
+  c.release(key(1, 0x100, 7));
+  EXPECT_EQ(c.acquire(key(1, 0x100, 8), &p), IpcCache::kStale);
+  for (unsigned char h : {20, 21}) {
+    ASSERT_EQ(c.acquire(key(1, 0x10000 * h, h), &p), 0);
+    c.release(key(1, 0x10000 * h, h));
+  }
+  EXPECT_EQ(c.evictions(), 1u);
+  void *b = nullptr;
+  EXPECT_EQ(c.acquire(key(1, 0x100, 8), &b), 0);
+  EXPECT_NE(b, nullptr);
+  EXPECT_EQ(f.refused, 0);
+}
+
+TEST(GpuIpcCache, InUseMappingOverlapIsStaleToo) {
+  // A buffer freed while its send is in flight (an erroneous program): the
+  // mapping a copy uses is not closed, the new allocation is staged.
+  FakeIpc f;
+  IpcCache c = f.cache(0);
+  void *p = nullptr;
+  ASSERT_EQ(c.acquire(key(1, 0x100, 7), &p), 0);
+  EXPECT_EQ(c.acquire(key(1, 0x180, 8), &p), IpcCache::kStale);
+  EXPECT_EQ(f.open.size(), 1u);
+  c.release(key(1, 0x100, 7));
+  EXPECT_TRUE(f.open.empty());
+  EXPECT_EQ(c.acquire(key(1, 0x180, 8), &p), 0);
 }
 
 TEST(GpuIpcCache, EvictsLeastRecentlyUsedButNeverInUse) {
   FakeIpc f;
   IpcCache c = f.cache(2);
   void *p = nullptr;
-  ASSERT_EQ(c.acquire(key(1, 1, 1), &p), 0);  // stays in use
-  ASSERT_EQ(c.acquire(key(1, 2, 2), &p), 0);
-  c.release(key(1, 2, 2));
-  ASSERT_EQ(c.acquire(key(1, 3, 3), &p), 0);
-  c.release(key(1, 3, 3));
+  ASSERT_EQ(c.acquire(key(1, 0x10000, 1), &p), 0);  // stays in use
+  ASSERT_EQ(c.acquire(key(1, 0x20000, 2), &p), 0);
+  c.release(key(1, 0x20000, 2));
+  ASSERT_EQ(c.acquire(key(1, 0x30000, 3), &p), 0);
+  c.release(key(1, 0x30000, 3));
   // Over capacity: key 2 (idle, oldest idle) went, key 1 (in use) stayed.
   EXPECT_EQ(c.size(), 2u);
   EXPECT_EQ(c.evictions(), 1u);
-  ASSERT_EQ(c.acquire(key(1, 1, 1), &p), 0);
+  ASSERT_EQ(c.acquire(key(1, 0x10000, 1), &p), 0);
   EXPECT_EQ(c.hits(), 1u);
-  c.release(key(1, 1, 1));
-  c.release(key(1, 1, 1));
+  c.release(key(1, 0x10000, 1));
+  c.release(key(1, 0x10000, 1));
   c.clear();
   EXPECT_EQ(c.size(), 0u);
   EXPECT_TRUE(f.open.empty());
