@@ -85,3 +85,12 @@ bench_bench_dev_p2p_LDFLAGS = -no-install
 bench_bench_dev_p2p_LINK = $(LIBTOOL) $(AM_V_lt) --tag=CXX --mode=link $(CXX) $(AM_CXXFLAGS) $(CXXFLAGS) \
 	$(bench_bench_dev_p2p_LDFLAGS) $(LDFLAGS) -o $@
 endif
+
+# bench_proxy_host: host cost of the device proxy path (mpix/device_proxy.cc)
+# against the number of operations in flight, host threads playing the GPU
+# threads (MPIX_DEVICE_PROXY_HOSTMEM=1); no GPU needed.
+noinst_PROGRAMS += bench/bench_proxy_host
+bench_bench_proxy_host_SOURCES = bench/bench_proxy_host.c
+bench_bench_proxy_host_CFLAGS = $(MPIX_CFLAGS)
+bench_bench_proxy_host_LDADD = src/libmpix.la $(MPI_LIBS) -lpthread
+bench_bench_proxy_host_LDFLAGS = -no-install

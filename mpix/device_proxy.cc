@@ -50,7 +50,13 @@ std::unique_ptr<ProxyQueue> ProxyQueue::create(MPI_Comm comm, MPIX_Device_comm *
 ProxyQueue::~ProxyQueue() {
   if (attached_) progress::thread_detach(this);
   // Operations still running belong to a communicator being freed with
-  // device operations unfinished (a usage error): let MPI finish them alone.
+  // device operations unfinished (a usage error): let MPI finish them alone,
+  // without telling us.
+  {
+    auto lock = p2p::engine_lock();
+    for (std::size_t s = 0; s < reqs_.size(); ++s)
+      if (reqs_[s] != MPI_REQUEST_NULL && ours_[s] != nullptr) ours_[s]->watcher = nullptr;
+  }
   for (MPI_Request &r : reqs_)
     if (r != MPI_REQUEST_NULL) MPI_Request_free(&r);
   device::mapped_free(mapped_);
@@ -86,9 +92,43 @@ void ProxyQueue::start(std::uint32_t t) {
     complete(t, MPIX_DEVICE_ERR_ARG, 0);
     return;
   }
-  // Looked up once: it lives until our MPI_Test concludes it.
+  // Looked up once: it lives until our MPI_Test concludes it. Finishing
+  // happens under the engine lock, so it either happened already (an eager
+  // send finishes inside MPI_Isend) or tells the watcher set here.
   auto lock = p2p::engine_lock();
-  ours_[slot] = p2p::request_lookup(reqs_[slot]);
+  p2p::Request *q = p2p::request_lookup(reqs_[slot]);
+  ours_[slot] = q;
+  if (q == nullptr) {
+    unwatched_.push_back(t);
+  } else if (q->done()) {
+    done_.push_back(t);
+  } else {
+    q->watcher = this;
+    q->watch_cookie = t;
+  }
+}
+
+void ProxyQueue::request_done(std::uint64_t ticket) { done_.push_back(static_cast<std::uint32_t>(ticket)); }
+
+bool ProxyQueue::conclude(std::uint32_t t) {
+  MPI_Request &r = reqs_[t & mask_];
+  int flag = 0;
+  MPI_Status st;
+  // MPI_Test, not the engine's internals: an error (truncation of a
+  // receive) goes through the communicator's error handler as for any host
+  // call, and MPI_ERRORS_RETURN brings it back here as the device status.
+  const int rc = MPI_Test(&r, &flag, &st);
+  if (!flag && rc == MPI_SUCCESS) return false;
+  int count = 0;
+  PMPI_Get_count(&st, MPI_BYTE, &count);
+  int cls = MPI_SUCCESS;
+  if (rc != MPI_SUCCESS) PMPI_Error_class(rc, &cls);
+  const int status = rc == MPI_SUCCESS ? MPIX_DEVICE_SUCCESS
+                     : cls == MPI_ERR_TRUNCATE ? MPIX_DEVICE_ERR_TRUNCATE
+                                               : MPIX_DEVICE_ERR_ARG;
+  r = MPI_REQUEST_NULL;
+  complete(t, status, count < 0 ? 0 : static_cast<std::uint64_t>(count));
+  return true;
 }
 
 int ProxyQueue::poll() {
@@ -100,38 +140,30 @@ int ProxyQueue::poll() {
     ++head_;
     ++moved;
   }
-  // One progress step for all operations in flight, then MPI_Test only on
-  // those that finished: MPI_Test on an unfinished request makes a progress
-  // step of its own (a PMPI_Testsome over every transfer mpix has handed to
-  // MPI), so with n operations whose transfers are under way a poll made n
-  // steps over n requests. MPI_Test still concludes each finished one, so
-  // errors reach the communicator's handler as before.
-  finished_.clear();
+  // One progress step for all operations in flight (MPI_Test on an
+  // unfinished request would make a step of its own each), then MPI_Test
+  // only on those that finished: the watcher told us which, so a poll costs
+  // what moved, not what is in flight.
   {
     auto lock = p2p::engine_lock();
     if (lo_ != head_) p2p::progress_poll();
-    for (std::uint32_t t = lo_; t != head_; ++t) {
-      if (reqs_[t & mask_] == MPI_REQUEST_NULL) continue;
-      const p2p::Request *q = ours_[t & mask_];
-      if (q == nullptr || q->done()) finished_.push_back(t);  // not ours: MPI_Test decides
-    }
+    finished_.swap(done_);
   }
   for (const std::uint32_t t : finished_) {
-    MPI_Request &r = reqs_[t & mask_];
-    int flag = 0;
-    MPI_Status st;
-    const int rc = MPI_Test(&r, &flag, &st);
-    if (!flag && rc == MPI_SUCCESS) continue;
-    int count = 0;
-    PMPI_Get_count(&st, MPI_BYTE, &count);
-    int cls = MPI_SUCCESS;
-    if (rc != MPI_SUCCESS) PMPI_Error_class(rc, &cls);
-    const int status = rc == MPI_SUCCESS ? MPIX_DEVICE_SUCCESS
-                       : cls == MPI_ERR_TRUNCATE ? MPIX_DEVICE_ERR_TRUNCATE
-                                                 : MPIX_DEVICE_ERR_ARG;
-    r = MPI_REQUEST_NULL;
-    complete(t, status, count < 0 ? 0 : static_cast<std::uint64_t>(count));
-    ++moved;
+    // Finished means MPI_Test concludes it; should it not, test it again
+    // next time like one of MPI's own.
+    if (conclude(t)) ++moved;
+    else unwatched_.push_back(t);
+  }
+  finished_.clear();
+  for (std::size_t i = 0; i < unwatched_.size();) {
+    if (conclude(unwatched_[i])) {
+      ++moved;
+      unwatched_[i] = unwatched_.back();
+      unwatched_.pop_back();
+    } else {
+      ++i;
+    }
   }
   const std::uint32_t start_lo = lo_;
   while (lo_ != head_ && reqs_[lo_ & mask_] == MPI_REQUEST_NULL &&

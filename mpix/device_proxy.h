@@ -13,14 +13,16 @@
 
 #include "mpix_device/proto.h"
 #include "progress/thread.h"
-
-namespace mpix::p2p {
-class Request;
-}
+#include "src/p2p/request.h"
 
 namespace mpix::devproxy {
 
-class ProxyQueue final : public progress::Poller {
+// Per-operation cost stays flat however many operations are in flight (a
+// 16384-entry queue full of them on the GPU): a poll touches only the
+// descriptors that were published, the operations that finished (mpix's
+// requests tell us, p2p::RequestWatcher) and the tickets it releases, never
+// every ticket in flight.
+class ProxyQueue final : public progress::Poller, private p2p::RequestWatcher {
  public:
   // A queue of `slots` (power of two) descriptors for comm, its fields put
   // into *h, and the poller attached; messages up to inline_bytes (a
@@ -44,7 +46,12 @@ class ProxyQueue final : public progress::Poller {
 
  private:
   void start(std::uint32_t t);
+  // The operation of ticket t finished (or MPI says so now): concludes it
+  // with MPI_Test and writes its completion record; false if MPI_Test says
+  // it is still running.
+  bool conclude(std::uint32_t t);
   void complete(std::uint32_t t, int status, std::uint64_t bytes);
+  void request_done(std::uint64_t ticket) override;
 
   MPI_Comm comm_ = MPI_COMM_NULL;
   MPIX_Device_comm h_{};
@@ -54,9 +61,15 @@ class ProxyQueue final : public progress::Poller {
   std::unique_ptr<unsigned char[]> host_;   // everything (host_memory case)
   std::uint32_t head_ = 0;                  // next ticket to start
   std::uint32_t lo_ = 0;                    // tickets below are released
-  std::vector<MPI_Request> reqs_;           // per slot, MPI_REQUEST_NULL once complete
-  std::vector<const p2p::Request *> ours_;  // per slot: mpix's request behind reqs_ (nullptr: MPI's own)
-  std::vector<std::uint32_t> finished_;     // tickets whose operation is done (poll's scratch)
+  std::vector<MPI_Request> reqs_;     // per slot, MPI_REQUEST_NULL once complete
+  std::vector<p2p::Request *> ours_;  // per slot: mpix's request behind reqs_ (nullptr: MPI's own)
+  // Tickets whose mpix request finished, in finishing order; filled by
+  // request_done under the engine lock (from whichever thread progressed it).
+  std::vector<std::uint32_t> done_;
+  std::vector<std::uint32_t> finished_;  // poll's copy of done_
+  // Tickets whose request is MPI's own (no watcher): tested every poll.
+  // Empty on a communicator mpix handles, as a device handle's always is.
+  std::vector<std::uint32_t> unwatched_;
   bool attached_ = false;
 };
 

@@ -64,6 +64,11 @@ void Request::finish(int source, int tag_, int error, MPI_Count bytes) {
   st_bytes = bytes;
   complete = true;
   queued = false;
+  if (watcher != nullptr) {
+    RequestWatcher *w = watcher;
+    watcher = nullptr;
+    w->request_done(watch_cookie);
+  }
   if (comm) comm->op_done();
   // MPI_Request_free'd while active: nobody will wait for it; this was the
   // last use.

@@ -24,6 +24,19 @@ class P2PComm;
 enum class ReqKind : std::uint8_t { kSend, kRecv };
 enum class SendMode : std::uint8_t { kStandard, kSync, kBuffered, kReady };
 
+// Told when a request completes, so that a holder of thousands of requests
+// in flight (the device proxy, mpix/device_proxy.cc) learns which finished
+// without looking at every one of them after each progress step. Called
+// once, from Request::finish under the engine lock (the watcher is cleared
+// first); whoever sets a watcher clears it, under the lock, before it goes.
+class RequestWatcher {
+ public:
+  virtual void request_done(std::uint64_t cookie) = 0;
+
+ protected:
+  ~RequestWatcher() = default;
+};
+
 class Request final : public progress::Pending {
  public:
   MPI_Request handle = MPI_REQUEST_NULL;
@@ -53,6 +66,10 @@ class Request final : public progress::Pending {
   // An eager send held until its transfer completes: the header and payload
   // copy the transfer reads.
   std::unique_ptr<char[]> eager_copy;
+
+  // Told when this request completes (at most once); set under the lock.
+  RequestWatcher *watcher = nullptr;
+  std::uint64_t watch_cookie = 0;
 
   // Final status fields.
   int st_source = MPI_ANY_SOURCE;

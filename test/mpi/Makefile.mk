@@ -42,3 +42,9 @@ test_mpi_dev_proxy_SOURCES = test/mpi/dev_proxy.c test/mpi/mtest.h
 test_mpi_dev_proxy_CFLAGS = $(MPIX_MPI_TEST_CFLAGS)
 test_mpi_dev_proxy_LDADD = $(MPIX_MPI_TEST_LDADD)
 test_mpi_dev_proxy_LDFLAGS = -no-install
+# The proxy path with thousands of operations in flight, payload and order checked.
+check_PROGRAMS += test/mpi/dev_proxy_many
+test_mpi_dev_proxy_many_SOURCES = test/mpi/dev_proxy_many.c test/mpi/mtest.h
+test_mpi_dev_proxy_many_CFLAGS = $(MPIX_MPI_TEST_CFLAGS)
+test_mpi_dev_proxy_many_LDADD = $(MPIX_MPI_TEST_LDADD) -lpthread
+test_mpi_dev_proxy_many_LDFLAGS = -no-install
