@@ -15,32 +15,38 @@ std::unique_ptr<ProxyQueue> ProxyQueue::create(MPI_Comm comm, MPIX_Device_comm *
   q->comm_ = comm;
   q->mask_ = slots - 1;
   const std::size_t ring = std::size_t(slots) * sizeof(mpixd_pdesc);
-  // descriptors, completions, credit, (host case) tail, bounce buffers
-  const std::size_t bytes = 2 * ring + 128 + std::size_t(slots) * inline_bytes;
-  unsigned char *base = nullptr;
-  std::uint32_t *tail = nullptr;
+  const std::size_t sq = std::size_t(slots) * sizeof(std::uint64_t);
+  // Host side: descriptors, completions, a line for the credit, the
+  // submission ring, bounce buffers. Device side: the ticket counter, then
+  // the slot bitmap.
+  const std::size_t bytes = 2 * ring + 128 + sq + std::size_t(slots) * inline_bytes;
+  const std::size_t dev_bytes = 128 + (std::size_t(slots) + 31) / 32 * 4;
+  unsigned char *base = nullptr, *dev = nullptr;
   if (host_memory) {
-    q->host_ = std::make_unique<unsigned char[]>(bytes + 64);
+    q->host_ = std::make_unique<unsigned char[]>(bytes + dev_bytes + 128);
     base = q->host_.get() + (64 - reinterpret_cast<std::uintptr_t>(q->host_.get()) % 64) % 64;
-    std::memset(base, 0, bytes);
-    tail = reinterpret_cast<std::uint32_t *>(base + 2 * ring + 64);
+    std::memset(base, 0, bytes + dev_bytes + 64);
+    dev = base + (bytes + 63) / 64 * 64;
   } else {
     q->mapped_ = device::mapped_alloc(bytes);
-    q->tail_dev_ = device::device_alloc_zero(sizeof(std::uint32_t));
-    if (q->mapped_ == nullptr || q->tail_dev_ == nullptr) return nullptr;
+    q->dev_ = device::device_alloc_zero(dev_bytes);
+    if (q->mapped_ == nullptr || q->dev_ == nullptr) return nullptr;
     base = static_cast<unsigned char *>(q->mapped_);
-    tail = static_cast<std::uint32_t *>(q->tail_dev_);
+    dev = static_cast<unsigned char *>(q->dev_);
   }
   h->pq_slots = slots;
   h->pq = reinterpret_cast<mpixd_pdesc *>(base);
   h->pc = reinterpret_cast<mpixd_pcomp *>(base + ring);
   h->pq_credit = reinterpret_cast<std::uint32_t *>(base + 2 * ring);
-  h->pq_tail = tail;
+  h->pq_sq = reinterpret_cast<std::uint64_t *>(base + 2 * ring + 128);
+  h->pq_bounce = base + 2 * ring + 128 + sq;
   h->pq_inline = inline_bytes;
-  h->pq_bounce = base + 2 * ring + 128;
+  h->pq_tail = reinterpret_cast<std::uint32_t *>(dev);
+  h->pq_pool = reinterpret_cast<std::uint32_t *>(dev + 128);
   q->h_ = *h;
   q->reqs_.assign(slots, MPI_REQUEST_NULL);
   q->ours_.assign(slots, nullptr);
+  q->tickets_.assign(slots, 0);
   q->attached_ = progress::thread_attach(q.get());
   if (!q->attached_) return nullptr;
   progress::thread_wake();
@@ -60,27 +66,27 @@ ProxyQueue::~ProxyQueue() {
   for (MPI_Request &r : reqs_)
     if (r != MPI_REQUEST_NULL) MPI_Request_free(&r);
   device::mapped_free(mapped_);
-  device::device_free(tail_dev_);
+  device::device_free(dev_);
 }
 
-void ProxyQueue::complete(std::uint32_t t, int status, std::uint64_t bytes) {
-  mpixd_pcomp *c = h_.pc + (t & mask_);
+void ProxyQueue::complete(std::uint32_t slot, int status, std::uint64_t bytes) {
+  mpixd_pcomp *c = h_.pc + slot;
   c->status = status;
   c->bytes = bytes;
-  mpixd_store_release(&c->seq, t + 1);
+  mpixd_store_release(&c->seq, tickets_[slot] + 1);
 }
 
-void ProxyQueue::start(std::uint32_t t) {
-  const std::uint32_t slot = t & mask_;
+void ProxyQueue::start(std::uint32_t slot, std::uint32_t t) {
   const mpixd_pdesc *d = h_.pq + slot;
   mpixd_pcomp *c = h_.pc + slot;
+  tickets_[slot] = t;
   if (d->bytes > static_cast<std::uint64_t>(INT_MAX)) {
-    complete(t, MPIX_DEVICE_ERR_ARG, 0);
+    complete(slot, MPIX_DEVICE_ERR_ARG, 0);
     return;
   }
   const int count = static_cast<int>(d->bytes);
   void *buf = d->buf                 ? reinterpret_cast<void *>(static_cast<std::uintptr_t>(d->buf))
-              : d->bytes > MPIXD_INLINE ? static_cast<void *>(mpixd_proxy_bounce(&h_, t))
+              : d->bytes > MPIXD_INLINE ? static_cast<void *>(mpixd_proxy_bounce(&h_, slot))
               : d->op == MPIXD_OP_SEND  ? static_cast<void *>(const_cast<unsigned char *>(d->data))
                                         : static_cast<void *>(c->data);
   // Through the intercepted entry points: mpix's engine (and its GPU paths
@@ -89,9 +95,10 @@ void ProxyQueue::start(std::uint32_t t) {
                                         : MPI_Irecv(buf, count, MPI_BYTE, d->peer, d->tag, comm_, &reqs_[slot]);
   if (rc != MPI_SUCCESS) {
     reqs_[slot] = MPI_REQUEST_NULL;
-    complete(t, MPIX_DEVICE_ERR_ARG, 0);
+    complete(slot, MPIX_DEVICE_ERR_ARG, 0);
     return;
   }
+  ++running_;
   // Looked up once: it lives until our MPI_Test concludes it. Finishing
   // happens under the engine lock, so it either happened already (an eager
   // send finishes inside MPI_Isend) or tells the watcher set here.
@@ -99,19 +106,19 @@ void ProxyQueue::start(std::uint32_t t) {
   p2p::Request *q = p2p::request_lookup(reqs_[slot]);
   ours_[slot] = q;
   if (q == nullptr) {
-    unwatched_.push_back(t);
+    unwatched_.push_back(slot);
   } else if (q->done()) {
-    done_.push_back(t);
+    done_.push_back(slot);
   } else {
     q->watcher = this;
-    q->watch_cookie = t;
+    q->watch_cookie = slot;
   }
 }
 
-void ProxyQueue::request_done(std::uint64_t ticket) { done_.push_back(static_cast<std::uint32_t>(ticket)); }
+void ProxyQueue::request_done(std::uint64_t slot) { done_.push_back(static_cast<std::uint32_t>(slot)); }
 
-bool ProxyQueue::conclude(std::uint32_t t) {
-  MPI_Request &r = reqs_[t & mask_];
+bool ProxyQueue::conclude(std::uint32_t slot) {
+  MPI_Request &r = reqs_[slot];
   int flag = 0;
   MPI_Status st;
   // MPI_Test, not the engine's internals: an error (truncation of a
@@ -127,33 +134,36 @@ bool ProxyQueue::conclude(std::uint32_t t) {
                      : cls == MPI_ERR_TRUNCATE ? MPIX_DEVICE_ERR_TRUNCATE
                                                : MPIX_DEVICE_ERR_ARG;
   r = MPI_REQUEST_NULL;
-  complete(t, status, count < 0 ? 0 : static_cast<std::uint64_t>(count));
+  --running_;
+  complete(slot, status, count < 0 ? 0 : static_cast<std::uint64_t>(count));
   return true;
 }
 
 int ProxyQueue::poll() {
   int moved = 0;
+  // Submissions in ticket order, taken at once (each names its slot).
   for (;;) {
-    const mpixd_pdesc *d = h_.pq + (head_ & mask_);
-    if (mpixd_load_acquire(&d->seq) != head_ + 1) break;
-    start(head_);
+    const std::uint64_t e = mpixd_load_acquire64(h_.pq_sq + (head_ & mask_));
+    if (static_cast<std::uint32_t>(e >> 32) != head_ + 1) break;
+    start(static_cast<std::uint32_t>(e) & mask_, head_);
     ++head_;
     ++moved;
   }
+  if (moved > 0) mpixd_store_release(h_.pq_credit, head_);
   // One progress step for all operations in flight (MPI_Test on an
   // unfinished request would make a step of its own each), then MPI_Test
   // only on those that finished: the watcher told us which, so a poll costs
   // what moved, not what is in flight.
   {
     auto lock = p2p::engine_lock();
-    if (lo_ != head_) p2p::progress_poll();
+    if (running_ > 0) p2p::progress_poll();
     finished_.swap(done_);
   }
-  for (const std::uint32_t t : finished_) {
+  for (const std::uint32_t slot : finished_) {
     // Finished means MPI_Test concludes it; should it not, test it again
     // next time like one of MPI's own.
-    if (conclude(t)) ++moved;
-    else unwatched_.push_back(t);
+    if (conclude(slot)) ++moved;
+    else unwatched_.push_back(slot);
   }
   finished_.clear();
   for (std::size_t i = 0; i < unwatched_.size();) {
@@ -164,14 +174,6 @@ int ProxyQueue::poll() {
     } else {
       ++i;
     }
-  }
-  const std::uint32_t start_lo = lo_;
-  while (lo_ != head_ && reqs_[lo_ & mask_] == MPI_REQUEST_NULL &&
-         mpixd_load_acquire(&h_.pc[lo_ & mask_].released) == lo_ + 1)
-    ++lo_;
-  if (lo_ != start_lo) {
-    mpixd_store_release(h_.pq_credit, lo_);
-    ++moved;
   }
   return moved;
 }

@@ -141,8 +141,10 @@ typedef struct MPIX_Device_comm {
   uint32_t pq_slots;               /* proxy queue entries, power of two */
   struct mpixd_pdesc *pq;          /* proxy: descriptors, host memory mapped for the GPU */
   struct mpixd_pcomp *pc;          /* proxy: completions, likewise */
-  uint32_t *pq_tail;               /* proxy: ticket counter (device memory) */
-  uint32_t *pq_credit;             /* proxy: tickets released by the host */
+  uint64_t *pq_sq;                 /* proxy: submission ring ((ticket + 1) << 32 | slot), likewise */
+  uint32_t *pq_pool;               /* proxy: bitmap of the slots in use (device memory) */
+  uint32_t *pq_tail;               /* proxy: submission ticket counter (device memory) */
+  uint32_t *pq_credit;             /* proxy: submissions the host has taken */
   uint32_t pq_inline;              /* proxy: bounce bytes per entry (multiple of 32) */
   unsigned char *pq_bounce;        /* proxy: pq_slots bounce buffers, mapped host memory */
 } MPIX_Device_comm;
@@ -192,14 +194,19 @@ typedef struct mpixd_keyslot {
 #define MPIXD_PATH_IPC 0
 #define MPIXD_PATH_PROXY 1
 
-/* Proxy path (papers/002: the GPU only writes a compact descriptor): one
- * queue per rank in host memory mapped for the GPU. A device thread claims a
- * ticket, writes the descriptor and its sequence number last; the progress
- * thread (mpix/device_proxy.cc) starts the operation through MPI on the
- * communicator itself, so host MPI calls on the communicator match device
- * operations and vice versa, and writes the completion into the slot's
- * completion record; the device thread reads it and marks it released;
- * released tickets return as credits. Payloads up to MPIXD_INLINE bytes
+/* Proxy path (papers/002: the GPU only writes a compact descriptor): per
+ * rank, pq_slots descriptor slots and completion records in host memory
+ * mapped for the GPU, like an NVMe queue pair. A device thread claims a free
+ * slot in a bitmap (in any order: an operation that stays pending, a
+ * receive waiting long for its message, holds its slot and no one else's),
+ * writes the descriptor, then submits the slot through a ring in ticket
+ * order (ticket + 1 and slot in one word, written last). The progress
+ * thread (mpix/device_proxy.cc) takes submissions in order, at once, so the
+ * ring never fills while slots are free; it starts each operation through
+ * MPI on the communicator itself, so host MPI calls on the communicator
+ * match device operations and vice versa, and writes the completion into
+ * the slot's record (the ticket + 1 last); the device thread reads it and
+ * frees the slot. Payloads up to MPIXD_INLINE bytes
  * travel in the descriptor / completion record, up to pq_inline bytes in the
  * entry's bounce buffer (mapped host memory; the device thread copies in or
  * out), so the host moves them as host memory, with no CUDA call per
@@ -208,7 +215,7 @@ typedef struct mpixd_keyslot {
  * must be in memory the host can name (cudaMalloc, managed, mapped host
  * memory). */
 typedef struct mpixd_pdesc {
-  uint32_t seq;       /* ticket + 1, written last */
+  uint32_t seq;       /* ticket + 1 (the submission word is the one written last) */
   uint32_t op;        /* MPIXD_OP_* */
   int32_t peer, tag;
   uint64_t bytes;     /* send: message size; receive: buffer size */
@@ -221,8 +228,7 @@ typedef struct mpixd_pcomp {
   uint32_t seq;       /* ticket + 1 once complete (written last, by the host) */
   int32_t status;     /* final MPIX_DEVICE_* status */
   uint64_t bytes;     /* receive: message size */
-  uint32_t released;  /* ticket + 1 once the device has read the record */
-  uint32_t pad[3];
+  uint32_t pad[4];
   unsigned char data[MPIXD_INLINE];
 } mpixd_pcomp;
 
@@ -1046,7 +1052,7 @@ MPIXD_HD void mpixd_ring_release(const MPIX_Device_comm *h, int src, uint32_t c)
 MPIXD_HD int mpixd_check_args(const MPIX_Device_comm *h, const void *buf, size_t bytes, int peer, int tag) {
   if (h->size <= 0) return MPIX_DEVICE_ERR_ARG;
   if (h->path == MPIXD_PATH_IPC ? (h->bases == NULL || h->channels == 0 || h->buckets == 0 || h->keys == 0)
-                                : (h->pq == NULL || h->pq_slots == 0))
+                                : (h->pq == NULL || h->pq_sq == NULL || h->pq_pool == NULL || h->pq_slots == 0))
     return MPIX_DEVICE_ERR_ARG;
   if (peer < 0 || peer >= h->size) return MPIX_DEVICE_ERR_RANK;
   if (tag < 0 || tag > h->tag_ub) return MPIX_DEVICE_ERR_TAG;
@@ -1062,8 +1068,8 @@ MPIXD_HD int mpixd_check(const MPIX_Device_comm *h, const void *buf, size_t byte
 
 /* ---- proxy path ---- */
 
-MPIXD_HD unsigned char *mpixd_proxy_bounce(const MPIX_Device_comm *h, uint32_t ticket) {
-  return h->pq_bounce + (size_t)(ticket & (h->pq_slots - 1)) * h->pq_inline;
+MPIXD_HD unsigned char *mpixd_proxy_bounce(const MPIX_Device_comm *h, uint32_t slot) {
+  return h->pq_bounce + (size_t)slot * h->pq_inline;
 }
 
 /* Copies n bytes out of a bounce buffer (16-byte aligned, in host memory,
@@ -1100,18 +1106,40 @@ MPIXD_HD void mpixd_copy_from_bounce(void *dst, const void *src, size_t n) {
   }
 }
 
-/* Claims a descriptor and posts the operation; AGAIN when the queue is full. */
+/* Claims a free slot of the proxy queue, searching from the word `hint`
+ * picks (callers spread over the bitmap); false when every slot is in use. */
+MPIXD_HD bool mpixd_proxy_claim(const MPIX_Device_comm *h, uint32_t hint, uint32_t *slot) {
+  const uint32_t words = (h->pq_slots + 31) / 32;
+  for (uint32_t i = 0; i < words; ++i) {
+    const uint32_t w = (hint + i) % words;
+    const uint32_t valid = h->pq_slots - w * 32 >= 32 ? 0xffffffffu : (1u << (h->pq_slots - w * 32)) - 1;
+    uint32_t m = mpixd_load_relaxed(h->pq_pool + w);
+    for (uint32_t free = ~m & valid; free != 0; free = ~m & valid) {
+      const uint32_t bit = free & (0u - free);
+      const uint32_t old = mpixd_cas_acquire_at(h->pq_pool + w, m, m | bit, true);
+      if (old == m) {
+        *slot = w * 32 + mpixd_ctz(bit);
+        return true;
+      }
+      m = old;
+    }
+  }
+  return false;
+}
+
+/* Claims a slot and submits the operation; AGAIN when every slot is taken. */
 MPIXD_HD int mpixd_proxy_post(const MPIX_Device_comm *h, uint32_t op, void *buf, size_t bytes, int peer, int tag,
                               MPIX_Device_request *r) {
-  uint32_t t;
-  for (;;) {
-    /* Credit before tail, as in mpixd_claim_room (no spurious AGAIN). */
-    const uint32_t credit = mpixd_load_acquire(h->pq_credit);
-    t = mpixd_load_relaxed(h->pq_tail);
-    if ((uint32_t)(t - credit) >= h->pq_slots) return MPIX_DEVICE_AGAIN;
-    if (mpixd_cas(h->pq_tail, t, t + 1) == t) break;
-  }
-  mpixd_pdesc *d = h->pq + (t & (h->pq_slots - 1));
+  uint32_t slot;
+#if defined(__CUDA_ARCH__)
+  /* Threads start their search at different words: the clock's low bits
+   * (the request's address would force it out of registers). */
+  const uint32_t hint = mpixd_mix32((uint32_t)clock());
+#else
+  const uint32_t hint = mpixd_mix32((uint32_t)(uintptr_t)r);
+#endif
+  if (!mpixd_proxy_claim(h, hint, &slot)) return MPIX_DEVICE_AGAIN;
+  mpixd_pdesc *d = h->pq + slot;
   d->op = op;
   d->peer = peer;
   d->tag = tag;
@@ -1120,15 +1148,22 @@ MPIXD_HD int mpixd_proxy_post(const MPIX_Device_comm *h, uint32_t op, void *buf,
   const bool bounce = !inl && bytes <= h->pq_inline;
   d->buf = inl || bounce ? 0 : (uint64_t)(uintptr_t)buf;
   if (op == MPIXD_OP_SEND && inl) mpixd_copy(d->data, buf, bytes, 0, 1);
-  if (op == MPIXD_OP_SEND && bounce) mpixd_copy(mpixd_proxy_bounce(h, t), buf, bytes, 0, 1);
-  mpixd_fence_system();
-  mpixd_store_release(&d->seq, t + 1);
+  if (op == MPIXD_OP_SEND && bounce) mpixd_copy(mpixd_proxy_bounce(h, slot), buf, bytes, 0, 1);
+  /* Held slots bound the submissions the host has not taken (each holds
+   * one), so ticket t's place in the ring, last used by ticket t - slots,
+   * has been taken: no credit to wait for. */
+  const uint32_t t = mpixd_fetch_add(h->pq_tail, 1);
+  d->seq = t + 1;
+  /* Release, system scope: the descriptor (and bounce buffer) before the
+   * submission the host acts on. */
+  mpixd_store_release64(h->pq_sq + (t & (h->pq_slots - 1)), (uint64_t)(t + 1) << 32 | slot);
   r->peer = peer;
   r->tag = tag;
   r->buf = buf;
   r->bytes = bytes;
   r->msg_bytes = op == MPIXD_OP_SEND ? bytes : 0;
   r->ticket = t;
+  r->chan = slot; /* a proxied request's slot */
   r->flags = op;
   r->status = MPIX_DEVICE_PENDING;
   r->state = MPIXD_PROXIED;
@@ -1136,21 +1171,21 @@ MPIXD_HD int mpixd_proxy_post(const MPIX_Device_comm *h, uint32_t op, void *buf,
 }
 
 MPIXD_HD int mpixd_proxy_test(const MPIX_Device_comm *h, MPIX_Device_request *r) {
-  mpixd_pcomp *c = h->pc + (r->ticket & (h->pq_slots - 1));
+  mpixd_pcomp *c = h->pc + r->chan;
   if (mpixd_load_acquire(&c->seq) != r->ticket + 1) return MPIX_DEVICE_PENDING;
   r->status = c->status;
   if (r->flags == MPIXD_OP_RECV) {
     r->msg_bytes = c->bytes;
     const size_t n = c->bytes < r->bytes ? (size_t)c->bytes : r->bytes;
     if (r->bytes <= MPIXD_INLINE) mpixd_copy(r->buf, c->data, n, 0, 1);
-    else if (r->bytes <= h->pq_inline) mpixd_copy_from_bounce(r->buf, mpixd_proxy_bounce(h, r->ticket), n);
+    else if (r->bytes <= h->pq_inline) mpixd_copy_from_bounce(r->buf, mpixd_proxy_bounce(h, r->chan), n);
   }
-  mpixd_fence_system();
-  mpixd_store_release(&c->released, r->ticket + 1);
+  /* Release: the record and bounce buffer are read before the slot's next
+   * user (a thread of this GPU, which claims it with an acquire) writes. */
+  mpixd_and_release_at(h->pq_pool + r->chan / 32, ~(1u << (r->chan % 32)), true);
   r->state = MPIXD_INACTIVE;
   return r->status;
 }
-
 
 /* ---- the calls, for one thread (ops.cuh adds warp-aggregated numbering
  * and the _block variants, built on the same pieces) ---- */

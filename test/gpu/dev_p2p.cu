@@ -104,21 +104,15 @@ void dump_queues() {
     return v;
   };
   if (h->path == MPIXD_PATH_PROXY) {
-    // Descriptors and completions are in mapped host memory; the ticket
-    // counter on the GPU. Which of the unreleased tickets are published by
-    // the GPU, completed by the host, read back by the GPU.
+    // Descriptors, completions and submissions are in mapped host memory;
+    // the ticket counter and the slot bitmap on the GPU.
     auto tail = get(h->pq_tail, sizeof(uint32_t));
-    const uint32_t credit = mpixd_load_acquire(h->pq_credit);
-    const uint32_t t_end = tail.size() ? *reinterpret_cast<const uint32_t *>(tail.data()) : credit;
-    unsigned published = 0, completed = 0, released = 0;
-    for (uint32_t t = credit; t != t_end && t - credit < h->pq_slots; ++t) {
-      const uint32_t slot = t & (h->pq_slots - 1);
-      published += mpixd_load_acquire(&h->pq[slot].seq) == t + 1;
-      completed += mpixd_load_acquire(&h->pc[slot].seq) == t + 1;
-      released += mpixd_load_acquire(&h->pc[slot].released) == t + 1;
-    }
-    std::fprintf(stderr, "[%d] proxy queue: tail %u credit %u; of those tickets %u published, %u completed, %u released\n",
-                 g_rank, t_end, credit, published, completed, released);
+    auto pool = get(h->pq_pool, (h->pq_slots + 31) / 32 * sizeof(uint32_t));
+    unsigned held = 0;
+    for (size_t w = 0; w < pool.size() / 4; ++w) held += __builtin_popcount(reinterpret_cast<const uint32_t *>(pool.data())[w]);
+    const uint32_t taken = mpixd_load_acquire(h->pq_credit);
+    std::fprintf(stderr, "[%d] proxy queue: %u submitted, %u taken by the host, %u of %u slots held\n", g_rank,
+                 tail.size() ? *reinterpret_cast<const uint32_t *>(tail.data()) : 0u, taken, held, h->pq_slots);
     cudaStreamDestroy(st);
     return;
   }

@@ -500,11 +500,13 @@ TEST(DevProto, OneChannelManyThreadsLikeGpuTest) {
 struct HandPlayedProxy {
   std::vector<mpixd_pdesc> pq;
   std::vector<mpixd_pcomp> pc;
+  std::vector<uint64_t> sq;
+  std::vector<uint32_t> pool;
   std::vector<unsigned char> bounce_mem;
   uint32_t tail = 0, credit = 0;
   MPIX_Device_comm h{};
   HandPlayedProxy(uint32_t slots, uint32_t inline_bytes)
-      : pq(slots), pc(slots), bounce_mem(size_t(slots) * inline_bytes + 16, 0) {
+      : pq(slots), pc(slots), sq(slots, 0), pool((slots + 31) / 32, 0), bounce_mem(size_t(slots) * inline_bytes + 16, 0) {
     std::memset(pq.data(), 0, sizeof(mpixd_pdesc) * slots);
     std::memset(pc.data(), 0, sizeof(mpixd_pcomp) * slots);
     h.path = MPIXD_PATH_PROXY;
@@ -514,87 +516,135 @@ struct HandPlayedProxy {
     h.pq_slots = slots;
     h.pq = pq.data();
     h.pc = pc.data();
+    h.pq_sq = sq.data();
+    h.pq_pool = pool.data();
     h.pq_tail = &tail;
     h.pq_credit = &credit;
     h.pq_inline = inline_bytes;
     unsigned char *b = bounce_mem.data();
     h.pq_bounce = inline_bytes ? b + (16 - reinterpret_cast<uintptr_t>(b) % 16) % 16 : nullptr;
   }
+  // The slot that submission t names (checking the word is t's).
+  uint32_t slot_of(uint32_t t) const {
+    const uint64_t e = sq[t & (h.pq_slots - 1)];
+    EXPECT_EQ(uint32_t(e >> 32), t + 1) << "submission " << t;
+    return uint32_t(e);
+  }
+  // The host completes submission t, which named `slot` (the ring's word for
+  // t is overwritten by ticket t + slots, so a caller keeps the slot).
+  void complete(uint32_t slot, uint32_t t, int status, uint64_t bytes) {
+    mpixd_pcomp &c = pc[slot];
+    c.status = status;
+    c.bytes = bytes;
+    c.seq = t + 1;
+  }
+  unsigned held() const {
+    unsigned n = 0;
+    for (uint32_t w : pool) n += unsigned(__builtin_popcount(w));
+    return n;
+  }
   HandPlayedProxy(const HandPlayedProxy &) = delete;
   HandPlayedProxy &operator=(const HandPlayedProxy &) = delete;
 };
 
 // The proxy path's device side against a hand-played host: descriptor
-// encoding (inline payload or address), sequence numbers, completion
-// records, release and credits, AGAIN on a full queue.
+// encoding (inline payload or address), submissions in ticket order naming
+// their slots, completion records, slots freed in any order, AGAIN when
+// every slot is held; an operation that stays pending holds only its slot.
 TEST(DevProto, ProxyDescriptors) {
   HandPlayedProxy q(4, 0);
   auto &pq = q.pq;
-  auto &pc = q.pc;
-  uint32_t &tail = q.tail, &credit = q.credit;
   MPIX_Device_comm &h = q.h;
   EXPECT_EQ(sizeof(mpixd_pdesc), 64u);
   EXPECT_EQ(sizeof(mpixd_pcomp), 64u);
   const auto small = payload(20, 1);
   std::vector<unsigned char> big = payload(1000, 2), in(40, 0), in_big(1000, 0);
-  MPIX_Device_request r[5] = {};
+  MPIX_Device_request r[6] = {};
   ASSERT_EQ(mpixd_isend(&h, small.data(), small.size(), 1, 7, &r[0]), MPIX_DEVICE_SUCCESS);
   ASSERT_EQ(mpixd_isend(&h, big.data(), big.size(), 1, 8, &r[1]), MPIX_DEVICE_SUCCESS);
   ASSERT_EQ(mpixd_irecv(&h, in.data(), in.size() - 8, 1, 9, &r[2]), MPIX_DEVICE_SUCCESS);
   ASSERT_EQ(mpixd_irecv(&h, in_big.data(), in_big.size(), 1, 10, &r[3]), MPIX_DEVICE_SUCCESS);
-  EXPECT_EQ(mpixd_isend(&h, small.data(), 4, 1, 7, &r[4]), MPIX_DEVICE_AGAIN);  // full
-  EXPECT_EQ(tail, 4u);
-  EXPECT_EQ(pq[0].seq, 1u);
-  EXPECT_EQ(pq[0].op, uint32_t(MPIXD_OP_SEND));
-  EXPECT_EQ(pq[0].buf, 0u);  // inline
-  EXPECT_EQ(0, std::memcmp(pq[0].data, small.data(), small.size()));
-  EXPECT_EQ(pq[1].buf, reinterpret_cast<uintptr_t>(big.data()));
-  EXPECT_EQ(pq[1].bytes, 1000u);
-  EXPECT_EQ(pq[2].op, uint32_t(MPIXD_OP_RECV));
-  EXPECT_EQ(pq[2].buf, 0u);
-  EXPECT_EQ(pq[2].bytes, 32u);
-  EXPECT_EQ(pq[3].buf, reinterpret_cast<uintptr_t>(in_big.data()));
-  EXPECT_EQ(pq[3].tag, 10);
-  EXPECT_EQ(pq[3].peer, 1);
+  EXPECT_EQ(mpixd_isend(&h, small.data(), 4, 1, 7, &r[4]), MPIX_DEVICE_AGAIN);  // every slot held
+  EXPECT_EQ(q.tail, 4u);
+  EXPECT_EQ(q.held(), 4u);
+  const mpixd_pdesc &d0 = pq[q.slot_of(0)], &d1 = pq[q.slot_of(1)], &d2 = pq[q.slot_of(2)], &d3 = pq[q.slot_of(3)];
+  EXPECT_EQ(d0.op, uint32_t(MPIXD_OP_SEND));
+  EXPECT_EQ(d0.buf, 0u);  // inline
+  EXPECT_EQ(0, std::memcmp(d0.data, small.data(), small.size()));
+  EXPECT_EQ(d1.buf, reinterpret_cast<uintptr_t>(big.data()));
+  EXPECT_EQ(d1.bytes, 1000u);
+  EXPECT_EQ(d2.op, uint32_t(MPIXD_OP_RECV));
+  EXPECT_EQ(d2.buf, 0u);
+  EXPECT_EQ(d2.bytes, 32u);
+  EXPECT_EQ(d3.buf, reinterpret_cast<uintptr_t>(in_big.data()));
+  EXPECT_EQ(d3.tag, 10);
+  EXPECT_EQ(d3.peer, 1);
+  uint32_t slot[6];
+  for (uint32_t t = 0; t < 4; ++t) slot[t] = q.slot_of(t);
   for (int i = 0; i < 4; ++i) EXPECT_EQ(mpixd_test(&h, &r[i]), MPIX_DEVICE_PENDING);
   // The host completes them out of order; the small receive brings 12 bytes.
   const auto got = payload(12, 3);
-  std::memcpy(pc[2].data, got.data(), got.size());
-  pc[2].bytes = 12;
-  pc[2].status = MPIX_DEVICE_SUCCESS;
-  pc[2].seq = 3;
-  pc[1].status = MPIX_DEVICE_SUCCESS;
-  pc[1].seq = 2;
+  std::memcpy(q.pc[slot[2]].data, got.data(), got.size());
+  q.complete(slot[2], 2, MPIX_DEVICE_SUCCESS, 12);
+  q.complete(slot[1], 1, MPIX_DEVICE_SUCCESS, 0);
   EXPECT_EQ(mpixd_test(&h, &r[2]), MPIX_DEVICE_SUCCESS);
   EXPECT_EQ(r[2].msg_bytes, 12u);
   EXPECT_EQ(0, std::memcmp(in.data(), got.data(), 12));
   EXPECT_EQ(in[12], 0);
-  EXPECT_EQ(pc[2].released, 3u);
   EXPECT_EQ(mpixd_test(&h, &r[1]), MPIX_DEVICE_SUCCESS);
   EXPECT_EQ(mpixd_test(&h, &r[1]), MPIX_DEVICE_ERR_REQUEST);
   EXPECT_EQ(mpixd_test(&h, &r[0]), MPIX_DEVICE_PENDING);
-  pc[3].status = MPIX_DEVICE_ERR_TRUNCATE;
-  pc[3].bytes = 1000;
-  pc[3].seq = 4;
+  q.complete(slot[3], 3, MPIX_DEVICE_ERR_TRUNCATE, 1000);
   EXPECT_EQ(mpixd_test(&h, &r[3]), MPIX_DEVICE_ERR_TRUNCATE);
-  // Credits come back only for the released prefix (the host's job): ticket
-  // 0 is still out, so the queue stays full until the host returns credit.
-  EXPECT_EQ(mpixd_isend(&h, small.data(), 4, 1, 7, &r[4]), MPIX_DEVICE_AGAIN);
-  credit = 1;
-  EXPECT_EQ(mpixd_isend(&h, small.data(), 4, 1, 7, &r[4]), MPIX_DEVICE_SUCCESS);
-  EXPECT_EQ(pq[0].seq, 5u);  // slot 0 reused by ticket 4
+  // Ticket 0 is still pending, yet the slots freed after it are free again
+  // (they are not returned in ticket order): two new operations go in.
+  EXPECT_EQ(q.held(), 1u);
+  ASSERT_EQ(mpixd_isend(&h, small.data(), 4, 1, 7, &r[4]), MPIX_DEVICE_SUCCESS);
+  ASSERT_EQ(mpixd_isend(&h, small.data(), 5, 1, 7, &r[5]), MPIX_DEVICE_SUCCESS);
+  slot[4] = q.slot_of(4);
+  slot[5] = q.slot_of(5);
+  EXPECT_NE(slot[4], slot[0]);
+  EXPECT_NE(slot[5], slot[0]);
+  EXPECT_NE(slot[4], slot[5]);
+  EXPECT_EQ(pq[slot[5]].bytes, 5u);
+  EXPECT_EQ(pq[slot[5]].seq, 6u);
+  q.complete(slot[0], 0, MPIX_DEVICE_SUCCESS, 0);
+  EXPECT_EQ(mpixd_test(&h, &r[0]), MPIX_DEVICE_SUCCESS);
+  q.complete(slot[4], 4, MPIX_DEVICE_SUCCESS, 0);
+  q.complete(slot[5], 5, MPIX_DEVICE_SUCCESS, 0);
+  EXPECT_EQ(mpixd_test(&h, &r[5]), MPIX_DEVICE_SUCCESS);
+  EXPECT_EQ(mpixd_test(&h, &r[4]), MPIX_DEVICE_SUCCESS);
+  EXPECT_EQ(q.held(), 0u);
+}
+
+// Queues of fewer slots than a bitmap word, of one word and of several:
+// every slot can be held at once, each by one operation, and no more.
+TEST(DevProto, ProxySlotsAllUsable) {
+  for (uint32_t n : {2u, 16u, 32u, 128u}) {
+    HandPlayedProxy q(n, 0);
+    int v = 0;
+    std::vector<MPIX_Device_request> r(n + 1);
+    for (uint32_t i = 0; i < n; ++i) ASSERT_EQ(mpixd_isend(&q.h, &v, 4, 1, 1, &r[i]), MPIX_DEVICE_SUCCESS) << n;
+    EXPECT_EQ(mpixd_isend(&q.h, &v, 4, 1, 1, &r[n]), MPIX_DEVICE_AGAIN) << n;
+    EXPECT_EQ(q.held(), n);
+    std::vector<bool> seen(n, false);
+    for (uint32_t t = 0; t < n; ++t) {
+      const uint32_t slot = q.slot_of(t);
+      ASSERT_LT(slot, n);
+      EXPECT_FALSE(seen[slot]) << n;
+      seen[slot] = true;
+    }
+  }
 }
 
 // Messages above the descriptor's inline bytes and up to pq_inline go
-// through the entry's bounce buffer: a send's payload is copied there (the
+// through the slot's bounce buffer: a send's payload is copied there (the
 // descriptor carries no address), a receive's message is copied out of it
 // (truncated to the buffer), into buffers at any alignment; larger ones
 // still go by address.
 TEST(DevProto, ProxyBounceBuffers) {
   const uint32_t inl = 256;
   HandPlayedProxy q(4, inl);
-  auto &pq = q.pq;
-  auto &pc = q.pc;
   MPIX_Device_comm &h = q.h;
   unsigned char *bounce = h.pq_bounce;
   const auto mid = payload(200, 4), big = payload(257, 5);
@@ -604,22 +654,19 @@ TEST(DevProto, ProxyBounceBuffers) {
   ASSERT_EQ(mpixd_isend(&h, big.data(), big.size(), 1, 7, &r[1]), MPIX_DEVICE_SUCCESS);
   ASSERT_EQ(mpixd_irecv(&h, in.data() + 3, 150, 1, 8, &r[2]), MPIX_DEVICE_SUCCESS);
   ASSERT_EQ(mpixd_irecv(&h, in.data() + 160, 100, 1, 9, &r[3]), MPIX_DEVICE_SUCCESS);
-  EXPECT_EQ(pq[0].buf, 0u);
-  EXPECT_EQ(0, std::memcmp(bounce, mid.data() + 1, 199));
-  EXPECT_EQ(pq[1].buf, reinterpret_cast<uintptr_t>(big.data()));
-  EXPECT_EQ(pq[2].buf, 0u);
-  EXPECT_EQ(pq[2].bytes, 150u);
+  const uint32_t s0 = q.slot_of(0), s2 = q.slot_of(2), s3 = q.slot_of(3);
+  EXPECT_EQ(q.pq[s0].buf, 0u);
+  EXPECT_EQ(0, std::memcmp(bounce + s0 * inl, mid.data() + 1, 199));
+  EXPECT_EQ(q.pq[q.slot_of(1)].buf, reinterpret_cast<uintptr_t>(big.data()));
+  EXPECT_EQ(q.pq[s2].buf, 0u);
+  EXPECT_EQ(q.pq[s2].bytes, 150u);
   // The host receives 140 bytes for r[2] and 120 (more than the 100-byte
   // buffer: MPI filled the bounce up to the buffer's size) for r[3].
   const auto got = payload(140, 6), got2 = payload(100, 7);
-  std::memcpy(bounce + 2 * inl, got.data(), got.size());
-  std::memcpy(bounce + 3 * inl, got2.data(), got2.size());
-  pc[2].bytes = 140;
-  pc[2].status = MPIX_DEVICE_SUCCESS;
-  pc[2].seq = 3;
-  pc[3].bytes = 100;
-  pc[3].status = MPIX_DEVICE_ERR_TRUNCATE;
-  pc[3].seq = 4;
+  std::memcpy(bounce + s2 * inl, got.data(), got.size());
+  std::memcpy(bounce + s3 * inl, got2.data(), got2.size());
+  q.complete(s2, 2, MPIX_DEVICE_SUCCESS, 140);
+  q.complete(s3, 3, MPIX_DEVICE_ERR_TRUNCATE, 100);
   EXPECT_EQ(mpixd_test(&h, &r[2]), MPIX_DEVICE_SUCCESS);
   EXPECT_EQ(r[2].msg_bytes, 140u);
   EXPECT_EQ(0, std::memcmp(in.data() + 3, got.data(), 140));
