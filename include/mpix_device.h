@@ -31,7 +31,7 @@
 #define MPIX_DEVICE_H
 
 #include "mpix.h"
-#include "mpix_device/proto.h"
+#include "mpix_device/calls.h"
 
 #ifdef __cplusplus
 extern "C" {

@@ -11,7 +11,7 @@
 #include <memory>
 #include <vector>
 
-#include "mpix_device/proto.h"
+#include "mpix_device/proxy.h"
 #include "progress/thread.h"
 #include "src/p2p/request.h"
 

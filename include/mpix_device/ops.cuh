@@ -6,7 +6,7 @@
 #ifndef MPIX_DEVICE_OPS_CUH
 #define MPIX_DEVICE_OPS_CUH
 
-#include "proto.h"
+#include "calls.h"
 
 /* Wait-loop backoff ceilings (ns): short on the IPC path, where the wait is
  * for a peer GPU's store; longer on the proxy path (see mpixd_backoff). */

@@ -73,23 +73,7 @@
 #ifndef MPIX_DEVICE_PROTO_H
 #define MPIX_DEVICE_PROTO_H
 
-#include <stddef.h>
-#include <stdint.h>
-
-#if defined(__CUDACC__)
-#define MPIXD_HD __host__ __device__ __forceinline__
-#elif defined(__cplusplus)
-#define MPIXD_HD inline
-#else
-#define MPIXD_HD static inline
-#endif
-#ifndef __cplusplus
-#include <stdbool.h>
-#endif
-
-#if !defined(__CUDA_ARCH__)
-#include <sched.h>
-#endif
+#include "mem.h"
 
 /* Status codes of the device calls. */
 #define MPIX_DEVICE_SUCCESS 0
@@ -194,45 +178,6 @@ typedef struct mpixd_keyslot {
 #define MPIXD_PATH_IPC 0
 #define MPIXD_PATH_PROXY 1
 
-/* Proxy path (papers/002: the GPU only writes a compact descriptor): per
- * rank, pq_slots descriptor slots and completion records in host memory
- * mapped for the GPU, like an NVMe queue pair. A device thread claims a free
- * slot in a bitmap (in any order: an operation that stays pending, a
- * receive waiting long for its message, holds its slot and no one else's),
- * writes the descriptor, then submits the slot through a ring in ticket
- * order (ticket + 1 and slot in one word, written last). The progress
- * thread (mpix/device_proxy.cc) takes submissions in order, at once, so the
- * ring never fills while slots are free; it starts each operation through
- * MPI on the communicator itself, so host MPI calls on the communicator
- * match device operations and vice versa, and writes the completion into
- * the slot's record (the ticket + 1 last); the device thread reads it and
- * frees the slot. Payloads up to MPIXD_INLINE bytes
- * travel in the descriptor / completion record, up to pq_inline bytes in the
- * entry's bounce buffer (mapped host memory; the device thread copies in or
- * out), so the host moves them as host memory, with no CUDA call per
- * message; both work with any buffer, local memory included. Longer ones are
- * moved from/to the buffer by MPI (mpix's GPU-aware point-to-point), so they
- * must be in memory the host can name (cudaMalloc, managed, mapped host
- * memory). */
-typedef struct mpixd_pdesc {
-  uint32_t seq;       /* ticket + 1 (the submission word is the one written last) */
-  uint32_t op;        /* MPIXD_OP_* */
-  int32_t peer, tag;
-  uint64_t bytes;     /* send: message size; receive: buffer size */
-  uint64_t buf;       /* the buffer; 0: payload in data (send) / completion record (receive)
-                         when bytes <= MPIXD_INLINE, else in the entry's bounce buffer */
-  unsigned char data[MPIXD_INLINE];
-} mpixd_pdesc;
-
-typedef struct mpixd_pcomp {
-  uint32_t seq;       /* ticket + 1 once complete (written last, by the host) */
-  int32_t status;     /* final MPIX_DEVICE_* status */
-  uint64_t bytes;     /* receive: message size */
-  uint32_t pad[4];
-  unsigned char data[MPIXD_INLINE];
-} mpixd_pcomp;
-
-enum mpixd_op { MPIXD_OP_SEND = 1, MPIXD_OP_RECV = 2 };
 
 /* Receiver side of one payload ring (source, channel), followed by its slot
  * states. Only threads of the receiving rank touch it. */
@@ -250,338 +195,6 @@ typedef struct mpixd_schan {
   uint32_t credit;
   uint32_t pad2[31];
 } mpixd_schan;
-
-/* ---- memory primitives: device and host flavours ---- */
-
-MPIXD_HD uint32_t mpixd_load_acquire(const uint32_t *p) {
-#if defined(__CUDA_ARCH__)
-  uint32_t v;
-  asm volatile("ld.acquire.sys.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
-  return v;
-#else
-  return __atomic_load_n(p, __ATOMIC_ACQUIRE);
-#endif
-}
-
-MPIXD_HD void mpixd_store_release(uint32_t *p, uint32_t v) {
-#if defined(__CUDA_ARCH__)
-  asm volatile("st.release.sys.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
-#else
-  __atomic_store_n(p, v, __ATOMIC_RELEASE);
-#endif
-}
-
-MPIXD_HD uint32_t mpixd_load_relaxed(const uint32_t *p) {
-#if defined(__CUDA_ARCH__)
-  return *(const volatile uint32_t *)p;
-#else
-  return __atomic_load_n(p, __ATOMIC_RELAXED);
-#endif
-}
-
-/* For words other threads read without synchronising (peeks, dumps). */
-MPIXD_HD void mpixd_store_relaxed(uint32_t *p, uint32_t v) {
-#if defined(__CUDA_ARCH__)
-  *(volatile uint32_t *)p = v;
-#else
-  __atomic_store_n(p, v, __ATOMIC_RELAXED);
-#endif
-}
-
-MPIXD_HD uint64_t mpixd_load_acquire64(const uint64_t *p) {
-#if defined(__CUDA_ARCH__)
-  uint64_t v;
-  asm volatile("ld.acquire.sys.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
-  return v;
-#else
-  return __atomic_load_n(p, __ATOMIC_ACQUIRE);
-#endif
-}
-
-MPIXD_HD uint64_t mpixd_load_relaxed64(const uint64_t *p) {
-#if defined(__CUDA_ARCH__)
-  return *(const volatile uint64_t *)p;
-#else
-  return __atomic_load_n(p, __ATOMIC_RELAXED);
-#endif
-}
-
-MPIXD_HD void mpixd_store_release64(uint64_t *p, uint64_t v) {
-#if defined(__CUDA_ARCH__)
-  asm volatile("st.release.sys.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
-#else
-  __atomic_store_n(p, v, __ATOMIC_RELEASE);
-#endif
-}
-
-MPIXD_HD void mpixd_store_relaxed64(uint64_t *p, uint64_t v) {
-#if defined(__CUDA_ARCH__)
-  *(volatile uint64_t *)p = v;
-#else
-  __atomic_store_n(p, v, __ATOMIC_RELAXED);
-#endif
-}
-
-/* The 8 match keys of a bucket (its 8 cells of 16 bytes, 128-byte aligned,
- * key first), relaxed: a poll. No compiler barrier: a caller loads several
- * buckets before it looks at any, so their loads are in flight together. */
-MPIXD_HD void mpixd_load_line(const uint64_t *p, uint64_t k[MPIXD_WAYS]) {
-#if defined(__CUDA_ARCH__)
-  asm volatile("ld.volatile.global.u64 %0, [%8];\n\t"
-               "ld.volatile.global.u64 %1, [%8+16];\n\t"
-               "ld.volatile.global.u64 %2, [%8+32];\n\t"
-               "ld.volatile.global.u64 %3, [%8+48];\n\t"
-               "ld.volatile.global.u64 %4, [%8+64];\n\t"
-               "ld.volatile.global.u64 %5, [%8+80];\n\t"
-               "ld.volatile.global.u64 %6, [%8+96];\n\t"
-               "ld.volatile.global.u64 %7, [%8+112];"
-               : "=l"(k[0]), "=l"(k[1]), "=l"(k[2]), "=l"(k[3]), "=l"(k[4]), "=l"(k[5]), "=l"(k[6]), "=l"(k[7])
-               : "l"(p));
-#else
-  for (unsigned w = 0; w < MPIXD_WAYS; ++w) k[w] = __atomic_load_n(p + 2 * w, __ATOMIC_RELAXED);
-#endif
-}
-
-/* A tiny message's cell, {key, payload}, written or taken as one 16-byte
- * atomic on the GPU (an exchange: single-copy atomic, so neither side
- * needs a fence or an acquire for the payload). The host build, where
- * 16-byte atomics are library calls, says the same with a release store of
- * the key after the payload and an acquire load before it. */
-MPIXD_HD void mpixd_cell_put(uint64_t *cell, uint64_t key, uint64_t payload, bool near) {
-#if defined(__CUDA_ARCH__)
-  if (near)
-    asm volatile("{\n\t.reg .b128 d, b;\n\tmov.b128 b, {%0, %1};\n\t"
-                 "atom.relaxed.gpu.global.exch.b128 d, [%2], b;\n\t}" ::"l"(key), "l"(payload), "l"(cell)
-                 : "memory");
-  else
-    asm volatile("{\n\t.reg .b128 d, b;\n\tmov.b128 b, {%0, %1};\n\t"
-                 "atom.relaxed.sys.global.exch.b128 d, [%2], b;\n\t}" ::"l"(key), "l"(payload), "l"(cell)
-                 : "memory");
-#else
-  (void)near;
-  __atomic_store_n(cell + 1, payload, __ATOMIC_RELAXED);
-  __atomic_store_n(cell, key, __ATOMIC_RELEASE);
-#endif
-}
-
-/* Takes a tiny message's cell (seen holding its key): its payload; the
- * cell is left empty. */
-MPIXD_HD uint64_t mpixd_cell_take(uint64_t *cell, bool near) {
-#if defined(__CUDA_ARCH__)
-  uint64_t payload;
-  if (near)
-    asm volatile("{\n\t.reg .b128 d, b;\n\t.reg .b64 k;\n\tmov.b128 b, {0, 0};\n\t"
-                 "atom.relaxed.gpu.global.exch.b128 d, [%1], b;\n\tmov.b128 {k, %0}, d;\n\t}"
-                 : "=l"(payload)
-                 : "l"(cell)
-                 : "memory");
-  else
-    asm volatile("{\n\t.reg .b128 d, b;\n\t.reg .b64 k;\n\tmov.b128 b, {0, 0};\n\t"
-                 "atom.relaxed.sys.global.exch.b128 d, [%1], b;\n\tmov.b128 {k, %0}, d;\n\t}"
-                 : "=l"(payload)
-                 : "l"(cell)
-                 : "memory");
-  return payload;
-#else
-  (void)near;
-  (void)__atomic_load_n(cell, __ATOMIC_ACQUIRE);
-  const uint64_t payload = __atomic_load_n(cell + 1, __ATOMIC_RELAXED);
-  __atomic_store_n(cell, 0, __ATOMIC_RELAXED);
-  return payload;
-#endif
-}
-
-/* Compare-and-swap within this GPU (key tables, locks); returns the old value. */
-MPIXD_HD uint32_t mpixd_cas(uint32_t *p, uint32_t expect, uint32_t desired) {
-#if defined(__CUDA_ARCH__)
-  return atomicCAS(p, expect, desired);
-#else
-  __atomic_compare_exchange_n(p, &expect, desired, false, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED);
-  return expect;
-#endif
-}
-
-MPIXD_HD uint64_t mpixd_cas64(uint64_t *p, uint64_t expect, uint64_t desired) {
-#if defined(__CUDA_ARCH__)
-  return atomicCAS((unsigned long long *)p, (unsigned long long)expect, (unsigned long long)desired);
-#else
-  __atomic_compare_exchange_n(p, &expect, desired, false, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED);
-  return expect;
-#endif
-}
-
-/* The same synchronisations at the scope a peer needs: GPU scope when it
- * runs on this GPU (its memory is this GPU's and its threads share this
- * GPU's L2: no system-wide ordering needed), system scope otherwise. */
-MPIXD_HD uint32_t mpixd_load_acquire_at(const uint32_t *p, bool near) {
-#if defined(__CUDA_ARCH__)
-  uint32_t v;
-  if (near) asm volatile("ld.acquire.gpu.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
-  else asm volatile("ld.acquire.sys.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
-  return v;
-#else
-  (void)near;
-  return __atomic_load_n(p, __ATOMIC_ACQUIRE);
-#endif
-}
-
-MPIXD_HD void mpixd_store_release_at(uint32_t *p, uint32_t v, bool near) {
-#if defined(__CUDA_ARCH__)
-  if (near) asm volatile("st.release.gpu.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
-  else asm volatile("st.release.sys.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
-#else
-  (void)near;
-  __atomic_store_n(p, v, __ATOMIC_RELEASE);
-#endif
-}
-
-MPIXD_HD uint64_t mpixd_load_acquire64_at(const uint64_t *p, bool near) {
-#if defined(__CUDA_ARCH__)
-  uint64_t v;
-  if (near) asm volatile("ld.acquire.gpu.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
-  else asm volatile("ld.acquire.sys.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
-  return v;
-#else
-  (void)near;
-  return __atomic_load_n(p, __ATOMIC_ACQUIRE);
-#endif
-}
-
-MPIXD_HD void mpixd_store_release64_at(uint64_t *p, uint64_t v, bool near) {
-#if defined(__CUDA_ARCH__)
-  if (near) asm volatile("st.release.gpu.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
-  else asm volatile("st.release.sys.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
-#else
-  (void)near;
-  __atomic_store_n(p, v, __ATOMIC_RELEASE);
-#endif
-}
-
-MPIXD_HD uint32_t mpixd_cas_acquire_at(uint32_t *p, uint32_t expect, uint32_t desired, bool near) {
-#if defined(__CUDA_ARCH__)
-  uint32_t old;
-  if (near)
-    asm volatile("atom.acquire.gpu.global.cas.b32 %0, [%1], %2, %3;"
-                 : "=r"(old)
-                 : "l"(p), "r"(expect), "r"(desired)
-                 : "memory");
-  else
-    asm volatile("atom.acquire.sys.global.cas.b32 %0, [%1], %2, %3;"
-                 : "=r"(old)
-                 : "l"(p), "r"(expect), "r"(desired)
-                 : "memory");
-  return old;
-#else
-  (void)near;
-  __atomic_compare_exchange_n(p, &expect, desired, false, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED);
-  return expect;
-#endif
-}
-
-MPIXD_HD void mpixd_and_release_at(uint32_t *p, uint32_t v, bool near) {
-#if defined(__CUDA_ARCH__)
-  if (near) asm volatile("red.release.gpu.global.and.b32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
-  else asm volatile("red.release.sys.global.and.b32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
-#else
-  (void)near;
-  (void)__atomic_fetch_and(p, v, __ATOMIC_RELEASE);
-#endif
-}
-
-/* Orders this thread's earlier writes before later ones as a peer sees
- * them (the block variants' chunk copies before their sequence words). */
-MPIXD_HD void mpixd_fence_at(bool near) {
-#if defined(__CUDA_ARCH__)
-  if (near) __threadfence();
-  else __threadfence_system();
-#else
-  (void)near;
-  __atomic_thread_fence(__ATOMIC_SEQ_CST);
-#endif
-}
-
-MPIXD_HD uint32_t mpixd_fetch_add(uint32_t *p, uint32_t v) {
-#if defined(__CUDA_ARCH__)
-  return atomicAdd(p, v);
-#else
-  return __atomic_fetch_add(p, v, __ATOMIC_ACQ_REL);
-#endif
-}
-
-/* Orders this thread's earlier memory accesses (peer memory included)
- * before later ones, as seen from any agent. */
-MPIXD_HD void mpixd_fence_system(void) {
-#if defined(__CUDA_ARCH__)
-  __threadfence_system();
-#else
-  __atomic_thread_fence(__ATOMIC_SEQ_CST);
-#endif
-}
-
-/* A sequentially consistent fence among this GPU's threads (the
- * store-then-load hand-over of mpixd_ring_release). */
-MPIXD_HD void mpixd_fence_sc(void) {
-#if defined(__CUDA_ARCH__)
-  __threadfence();
-#else
-  __atomic_thread_fence(__ATOMIC_SEQ_CST);
-#endif
-}
-
-MPIXD_HD void mpixd_pause(void) {
-#if defined(__CUDA_ARCH__)
-  __nanosleep(64);
-#else
-  sched_yield();
-#endif
-}
-
-/* Exponential backoff for wait loops: sleeps *ns (device; a yield on the
- * host), then doubles it up to max_ns. Waiters on the proxy path poll
- * completion records in host memory across PCIe, where thousands of
- * threads polling flat out crowd out the traffic they wait for. */
-MPIXD_HD void mpixd_backoff(unsigned *ns, unsigned max_ns) {
-#if defined(__CUDA_ARCH__)
-  __nanosleep(*ns);
-#else
-  sched_yield();
-#endif
-  if (*ns < max_ns) *ns *= 2;
-}
-
-/* The ring release lock is only ever tried, never waited for: a thread that
- * does not get it leaves the work to the holder. Lanes of a warp that spin
- * on a lock together share a convergence barrier after the spin loop (nvcc:
- * BSSY before it, BSYNC after it), where the lane that won the lock waits
- * for its warp-mates that spin on the lock it holds; with one queue for
- * many threads that stalled dev_p2p on an H200 (2026-11-23). */
-MPIXD_HD bool mpixd_try_lock(uint32_t *l) {
-  if (mpixd_load_relaxed(l) != 0 || mpixd_cas(l, 0, 1) != 0) return false;
-#if defined(__CUDA_ARCH__)
-  __threadfence();
-#endif
-  return true;
-}
-
-MPIXD_HD void mpixd_unlock(uint32_t *l) {
-#if defined(__CUDA_ARCH__)
-  __threadfence();
-  atomicExch(l, 0u);
-#else
-  __atomic_store_n(l, 0u, __ATOMIC_RELEASE);
-#endif
-}
-
-MPIXD_HD unsigned mpixd_ctz(uint32_t x) {
-#if defined(__CUDA_ARCH__)
-  return (unsigned)(__ffs((int)x) - 1);
-#else
-  return (unsigned)__builtin_ctz(x);
-#endif
-}
-
-/* a - b between wrapping 32-bit counters. */
-MPIXD_HD int32_t mpixd_diff(uint32_t a, uint32_t b) { return (int32_t)(a - b); }
 
 /* ---- layout ---- */
 
@@ -793,6 +406,76 @@ MPIXD_HD void mpixd_inline_store(void *dst, const mpixd_w16 w[2], size_t n) {
 }
 
 /* ---- message table ---- */
+
+/* The 8 match keys of a bucket (its 8 cells of 16 bytes, 128-byte aligned,
+ * key first), relaxed: a poll. No compiler barrier: a caller loads several
+ * buckets before it looks at any, so their loads are in flight together. */
+MPIXD_HD void mpixd_load_line(const uint64_t *p, uint64_t k[MPIXD_WAYS]) {
+#if defined(__CUDA_ARCH__)
+  asm volatile("ld.volatile.global.u64 %0, [%8];\n\t"
+               "ld.volatile.global.u64 %1, [%8+16];\n\t"
+               "ld.volatile.global.u64 %2, [%8+32];\n\t"
+               "ld.volatile.global.u64 %3, [%8+48];\n\t"
+               "ld.volatile.global.u64 %4, [%8+64];\n\t"
+               "ld.volatile.global.u64 %5, [%8+80];\n\t"
+               "ld.volatile.global.u64 %6, [%8+96];\n\t"
+               "ld.volatile.global.u64 %7, [%8+112];"
+               : "=l"(k[0]), "=l"(k[1]), "=l"(k[2]), "=l"(k[3]), "=l"(k[4]), "=l"(k[5]), "=l"(k[6]), "=l"(k[7])
+               : "l"(p));
+#else
+  for (unsigned w = 0; w < MPIXD_WAYS; ++w) k[w] = __atomic_load_n(p + 2 * w, __ATOMIC_RELAXED);
+#endif
+}
+
+/* A tiny message's cell, {key, payload}, written or taken as one 16-byte
+ * atomic on the GPU (an exchange: single-copy atomic, so neither side
+ * needs a fence or an acquire for the payload). The host build, where
+ * 16-byte atomics are library calls, says the same with a release store of
+ * the key after the payload and an acquire load before it. */
+MPIXD_HD void mpixd_cell_put(uint64_t *cell, uint64_t key, uint64_t payload, bool near) {
+#if defined(__CUDA_ARCH__)
+  if (near)
+    asm volatile("{\n\t.reg .b128 d, b;\n\tmov.b128 b, {%0, %1};\n\t"
+                 "atom.relaxed.gpu.global.exch.b128 d, [%2], b;\n\t}" ::"l"(key), "l"(payload), "l"(cell)
+                 : "memory");
+  else
+    asm volatile("{\n\t.reg .b128 d, b;\n\tmov.b128 b, {%0, %1};\n\t"
+                 "atom.relaxed.sys.global.exch.b128 d, [%2], b;\n\t}" ::"l"(key), "l"(payload), "l"(cell)
+                 : "memory");
+#else
+  (void)near;
+  __atomic_store_n(cell + 1, payload, __ATOMIC_RELAXED);
+  __atomic_store_n(cell, key, __ATOMIC_RELEASE);
+#endif
+}
+
+/* Takes a tiny message's cell (seen holding its key): its payload; the
+ * cell is left empty. */
+MPIXD_HD uint64_t mpixd_cell_take(uint64_t *cell, bool near) {
+#if defined(__CUDA_ARCH__)
+  uint64_t payload;
+  if (near)
+    asm volatile("{\n\t.reg .b128 d, b;\n\t.reg .b64 k;\n\tmov.b128 b, {0, 0};\n\t"
+                 "atom.relaxed.gpu.global.exch.b128 d, [%1], b;\n\tmov.b128 {k, %0}, d;\n\t}"
+                 : "=l"(payload)
+                 : "l"(cell)
+                 : "memory");
+  else
+    asm volatile("{\n\t.reg .b128 d, b;\n\t.reg .b64 k;\n\tmov.b128 b, {0, 0};\n\t"
+                 "atom.relaxed.sys.global.exch.b128 d, [%1], b;\n\tmov.b128 {k, %0}, d;\n\t}"
+                 : "=l"(payload)
+                 : "l"(cell)
+                 : "memory");
+  return payload;
+#else
+  (void)near;
+  (void)__atomic_load_n(cell, __ATOMIC_ACQUIRE);
+  const uint64_t payload = __atomic_load_n(cell + 1, __ATOMIC_RELAXED);
+  __atomic_store_n(cell, 0, __ATOMIC_RELAXED);
+  return payload;
+#endif
+}
+
 
 /* Claims a free way for message (tag, seq) to dst, from its hashed bucket
  * on: its index (bucket * MPIXD_WAYS + way) in *slot; false when all
@@ -1064,323 +747,6 @@ MPIXD_HD int mpixd_check_args(const MPIX_Device_comm *h, const void *buf, size_t
 MPIXD_HD int mpixd_check(const MPIX_Device_comm *h, const void *buf, size_t bytes, int peer, int tag,
                          const MPIX_Device_request *r) {
   return r == NULL ? MPIX_DEVICE_ERR_ARG : mpixd_check_args(h, buf, bytes, peer, tag);
-}
-
-/* ---- proxy path ---- */
-
-MPIXD_HD unsigned char *mpixd_proxy_bounce(const MPIX_Device_comm *h, uint32_t slot) {
-  return h->pq_bounce + (size_t)slot * h->pq_inline;
-}
-
-/* Copies n bytes out of a bounce buffer (16-byte aligned, in host memory,
- * readable in whole 16-byte words up to n rounded up). Eight words are
- * loaded before any is stored, so one GPU thread waits for one PCIe round
- * trip per 128 bytes rather than one per word (loads and stores of a plain
- * copy loop may alias, so they stay in order). */
-MPIXD_HD void mpixd_copy_from_bounce(void *dst, const void *src, size_t n) {
-  typedef struct __attribute__((aligned(16))) { uint64_t a, b; } w16;
-  const w16 *s = (const w16 *)src;
-  unsigned char *d = (unsigned char *)dst;
-  const bool aligned = ((uintptr_t)d & 15) == 0;
-  for (size_t off = 0; off < n; off += 128) {
-    const size_t words = (n - off + 15) / 16 < 8 ? (n - off + 15) / 16 : 8;
-    w16 t[8];
-#if defined(__CUDA_ARCH__)
-#pragma unroll
-#endif
-    for (size_t k = 0; k < 8; ++k)
-      if (k < words) t[k] = s[off / 16 + k];
-#if defined(__CUDA_ARCH__)
-#pragma unroll
-#endif
-    for (size_t k = 0; k < 8; ++k) {
-      if (k >= words) break;
-      const size_t at = off + 16 * k, len = n - at < 16 ? n - at : 16;
-      if (aligned && len == 16) {
-        *(w16 *)(d + at) = t[k];
-      } else {
-        const unsigned char *b = (const unsigned char *)&t[k];
-        for (size_t i = 0; i < len; ++i) d[at + i] = b[i];
-      }
-    }
-  }
-}
-
-/* Claims a free slot of the proxy queue, searching from the word `hint`
- * picks (callers spread over the bitmap); false when every slot is in use. */
-MPIXD_HD bool mpixd_proxy_claim(const MPIX_Device_comm *h, uint32_t hint, uint32_t *slot) {
-  const uint32_t words = (h->pq_slots + 31) / 32;
-  for (uint32_t i = 0; i < words; ++i) {
-    const uint32_t w = (hint + i) % words;
-    const uint32_t valid = h->pq_slots - w * 32 >= 32 ? 0xffffffffu : (1u << (h->pq_slots - w * 32)) - 1;
-    uint32_t m = mpixd_load_relaxed(h->pq_pool + w);
-    for (uint32_t free = ~m & valid; free != 0; free = ~m & valid) {
-      const uint32_t bit = free & (0u - free);
-      const uint32_t old = mpixd_cas_acquire_at(h->pq_pool + w, m, m | bit, true);
-      if (old == m) {
-        *slot = w * 32 + mpixd_ctz(bit);
-        return true;
-      }
-      m = old;
-    }
-  }
-  return false;
-}
-
-/* Claims a slot and submits the operation; AGAIN when every slot is taken. */
-MPIXD_HD int mpixd_proxy_post(const MPIX_Device_comm *h, uint32_t op, void *buf, size_t bytes, int peer, int tag,
-                              MPIX_Device_request *r) {
-  uint32_t slot;
-#if defined(__CUDA_ARCH__)
-  /* Threads start their search at different words: the clock's low bits
-   * (the request's address would force it out of registers). */
-  const uint32_t hint = mpixd_mix32((uint32_t)clock());
-#else
-  const uint32_t hint = mpixd_mix32((uint32_t)(uintptr_t)r);
-#endif
-  if (!mpixd_proxy_claim(h, hint, &slot)) return MPIX_DEVICE_AGAIN;
-  mpixd_pdesc *d = h->pq + slot;
-  d->op = op;
-  d->peer = peer;
-  d->tag = tag;
-  d->bytes = bytes;
-  const bool inl = bytes <= MPIXD_INLINE;
-  const bool bounce = !inl && bytes <= h->pq_inline;
-  d->buf = inl || bounce ? 0 : (uint64_t)(uintptr_t)buf;
-  if (op == MPIXD_OP_SEND && inl) mpixd_copy(d->data, buf, bytes, 0, 1);
-  if (op == MPIXD_OP_SEND && bounce) mpixd_copy(mpixd_proxy_bounce(h, slot), buf, bytes, 0, 1);
-  /* Held slots bound the submissions the host has not taken (each holds
-   * one), so ticket t's place in the ring, last used by ticket t - slots,
-   * has been taken: no credit to wait for. */
-  const uint32_t t = mpixd_fetch_add(h->pq_tail, 1);
-  d->seq = t + 1;
-  /* Release, system scope: the descriptor (and bounce buffer) before the
-   * submission the host acts on. */
-  mpixd_store_release64(h->pq_sq + (t & (h->pq_slots - 1)), (uint64_t)(t + 1) << 32 | slot);
-  r->peer = peer;
-  r->tag = tag;
-  r->buf = buf;
-  r->bytes = bytes;
-  r->msg_bytes = op == MPIXD_OP_SEND ? bytes : 0;
-  r->ticket = t;
-  r->chan = slot; /* a proxied request's slot */
-  r->flags = op;
-  r->status = MPIX_DEVICE_PENDING;
-  r->state = MPIXD_PROXIED;
-  return MPIX_DEVICE_SUCCESS;
-}
-
-MPIXD_HD int mpixd_proxy_test(const MPIX_Device_comm *h, MPIX_Device_request *r) {
-  mpixd_pcomp *c = h->pc + r->chan;
-  if (mpixd_load_acquire(&c->seq) != r->ticket + 1) return MPIX_DEVICE_PENDING;
-  r->status = c->status;
-  if (r->flags == MPIXD_OP_RECV) {
-    r->msg_bytes = c->bytes;
-    const size_t n = c->bytes < r->bytes ? (size_t)c->bytes : r->bytes;
-    if (r->bytes <= MPIXD_INLINE) mpixd_copy(r->buf, c->data, n, 0, 1);
-    else if (r->bytes <= h->pq_inline) mpixd_copy_from_bounce(r->buf, mpixd_proxy_bounce(h, r->chan), n);
-  }
-  /* Release: the record and bounce buffer are read before the slot's next
-   * user (a thread of this GPU, which claims it with an acquire) writes. */
-  mpixd_and_release_at(h->pq_pool + r->chan / 32, ~(1u << (r->chan % 32)), true);
-  r->state = MPIXD_INACTIVE;
-  return r->status;
-}
-
-/* ---- the calls, for one thread (ops.cuh adds warp-aggregated numbering
- * and the _block variants, built on the same pieces) ---- */
-
-/* Moves a send on as far as it can without waiting: ring tickets (a
- * message that fits the ring claims all at once, when there is room; a
- * longer one claims them up front and streams), the table entry, then the
- * chunks the ring has room for. */
-MPIXD_HD int mpixd_send_progress(const MPIX_Device_comm *h, MPIX_Device_request *r) {
-  if (r->nslots > 0 && !(r->flags & MPIXD_R_TICKETS)) {
-    mpixd_schan *sc = mpixd_schan_of(h, h->local, r->peer, r->chan);
-    if (r->nslots <= h->slots) {
-      if (mpixd_claim_room(h, sc, r->nslots, &r->ticket, mpixd_near(h, r->peer)) != MPIX_DEVICE_SUCCESS)
-        return MPIX_DEVICE_PENDING;
-    } else {
-      r->ticket = mpixd_fetch_add(&sc->tail, r->nslots);
-    }
-    r->flags |= MPIXD_R_TICKETS;
-  }
-  if (!(r->flags & MPIXD_R_POSTED)) {
-    uint32_t slot;
-    if (!mpixd_claim_way(h, r->peer, r->tag, r->seq, &slot)) return MPIX_DEVICE_PENDING;
-    char *base = h->bases[r->peer];
-    if (r->nslots == 0) mpixd_post_small(h, r->peer, base, slot, r->tag, r->seq, (uint32_t)r->bytes, r->buf);
-    else
-      mpixd_post_entry(h, r->peer, base, slot, r->tag, r->seq, (uint32_t)r->bytes, r->chan, r->ticket, r->nslots,
-                       r->buf);
-    r->flags |= MPIXD_R_POSTED;
-  }
-  if (r->next < r->nslots) {
-    mpixd_schan *sc = mpixd_schan_of(h, h->local, r->peer, r->chan);
-    for (uint32_t k = mpixd_room(h, sc, r->ticket + r->next, r->nslots - r->next, mpixd_near(h, r->peer)); k > 0;
-         --k) {
-      mpixd_put_chunk(h, r->peer, r->chan, r->ticket, r->next, r->buf, r->bytes, 0, 1);
-      mpixd_publish_chunk(h, r->peer, r->chan, r->ticket + r->next);
-      ++r->next;
-    }
-    if (r->next < r->nslots) return MPIX_DEVICE_PENDING;
-  }
-  r->state = MPIXD_DONE;
-  r->status = MPIX_DEVICE_SUCCESS;
-  return MPIX_DEVICE_SUCCESS;
-}
-
-/* Fills r for a send whose number within its key is seq and moves it on. */
-MPIXD_HD void mpixd_send_start(const MPIX_Device_comm *h, MPIX_Device_request *r, const void *buf, size_t bytes,
-                               int peer, int tag, uint32_t seq) {
-  r->peer = peer;
-  r->tag = tag;
-  r->buf = (void *)buf;
-  r->bytes = bytes;
-  r->msg_bytes = bytes;
-  r->chan = mpixd_channel(h, tag);
-  r->nslots = mpixd_nslots(h, bytes);
-  r->ticket = 0;
-  r->next = 0;
-  r->seq = seq;
-  r->flags = 0;
-  r->status = MPIX_DEVICE_PENDING;
-  r->state = MPIXD_SEND;
-  mpixd_send_progress(h, r);
-}
-
-
-/* One thread's MPIX_Isend: SUCCESS with the request active. A message the
- * table and ring have room for is written before the call returns (then
- * the request is already complete); otherwise it goes out as room comes,
- * while its owner tests the request. */
-MPIXD_HD int mpixd_isend(const MPIX_Device_comm *h, const void *buf, size_t bytes, int peer, int tag,
-                         MPIX_Device_request *r) {
-  const int rc = mpixd_check(h, buf, bytes, peer, tag, r);
-  if (rc != MPIX_DEVICE_SUCCESS) return rc;
-  if (h->path == MPIXD_PATH_PROXY) return mpixd_proxy_post(h, MPIXD_OP_SEND, (void *)buf, bytes, peer, tag, r);
-  uint32_t seq;
-  const int st = mpixd_take_seq(h, true, peer, tag, 1, &seq);
-  if (st != MPIX_DEVICE_SUCCESS) return st;
-  mpixd_send_start(h, r, buf, bytes, peer, tag, seq);
-  return MPIX_DEVICE_SUCCESS;
-}
-
-MPIXD_HD void mpixd_recv_start(MPIX_Device_request *r, void *buf, size_t bytes, int peer, int tag, uint32_t seq) {
-  r->peer = peer;
-  r->tag = tag;
-  r->buf = buf;
-  r->bytes = bytes;
-  r->msg_bytes = 0;
-  r->seq = seq;
-  r->next = 0;
-  r->nslots = 0;
-  r->flags = 0;
-  r->status = MPIX_DEVICE_PENDING;
-  r->state = MPIXD_RECV_WAIT;
-}
-
-/* One thread's MPIX_Irecv: SUCCESS with the request active (the receive
- * takes its number within its key now, so MPI's order among receives of a
- * key is the order of these calls). */
-MPIXD_HD int mpixd_irecv(const MPIX_Device_comm *h, void *buf, size_t bytes, int peer, int tag,
-                         MPIX_Device_request *r) {
-  const int rc = mpixd_check(h, buf, bytes, peer, tag, r);
-  if (rc != MPIX_DEVICE_SUCCESS) return rc;
-  if (h->path == MPIXD_PATH_PROXY) return mpixd_proxy_post(h, MPIXD_OP_RECV, buf, bytes, peer, tag, r);
-  uint32_t seq;
-  const int st = mpixd_take_seq(h, false, peer, tag, 1, &seq);
-  if (st != MPIX_DEVICE_SUCCESS) return st;
-  mpixd_recv_start(r, buf, bytes, peer, tag, seq);
-  return MPIX_DEVICE_SUCCESS;
-}
-
-/* Takes the message a waiting receive found at way `slot` of its source's
- * table, whose key was `key` (a tiny or inline one completes the receive, a
- * staged one binds it to its chunks) and frees the way. */
-MPIXD_HD void mpixd_recv_take(const MPIX_Device_comm *h, MPIX_Device_request *r, int32_t slot, uint64_t key,
-                              char *src_base) {
-  uint64_t *cell = mpixd_mkeys(h, h->local, r->peer) + 2 * (uint64_t)slot;
-  const bool near = mpixd_near(h, r->peer);
-  if ((key & MPIXD_KEY_SIZE) != MPIXD_KEY_ENTRY) {
-    mpixd_w16 w[2];
-    w[0].a = mpixd_cell_take(cell, near);
-    r->msg_bytes = key & MPIXD_KEY_SIZE;
-    if (r->msg_bytes > 0 && r->bytes > 0) mpixd_inline_store(r->buf, w, r->msg_bytes < r->bytes ? r->msg_bytes : r->bytes);
-    mpixd_free_way(h, r->peer, src_base, (uint32_t)slot, true);
-    r->state = MPIXD_DONE;
-    r->status = r->msg_bytes > r->bytes ? MPIX_DEVICE_ERR_TRUNCATE : MPIX_DEVICE_SUCCESS;
-    return;
-  }
-  /* The acquire orders the entry's reads after its key. */
-  (void)mpixd_load_acquire64_at(cell, near);
-  const mpixd_ment *e = mpixd_ments(h, h->local, r->peer) + slot;
-  const mpixd_w16 head = *(const mpixd_w16 *)e;
-  r->msg_bytes = (uint32_t)head.a;
-  if (r->msg_bytes <= MPIXD_INLINE) {
-    if (r->msg_bytes > 0 && r->bytes > 0) {
-      mpixd_w16 w[2];
-      w[0] = ((const mpixd_w16 *)e->data)[0];
-      w[1] = ((const mpixd_w16 *)e->data)[1];
-      mpixd_inline_store(r->buf, w, r->msg_bytes < r->bytes ? r->msg_bytes : r->bytes);
-    }
-    mpixd_free_way(h, r->peer, src_base, (uint32_t)slot, false);
-    r->state = MPIXD_DONE;
-    r->status = r->msg_bytes > r->bytes ? MPIX_DEVICE_ERR_TRUNCATE : MPIX_DEVICE_SUCCESS;
-    return;
-  }
-  r->chan = (uint32_t)(head.a >> 32);
-  r->ticket = (uint32_t)head.b;
-  r->nslots = (uint32_t)(head.b >> 32);
-  mpixd_free_way(h, r->peer, src_base, (uint32_t)slot, false);
-  r->next = 0;
-  r->state = MPIXD_RECV_BOUND;
-}
-
-/* A waiting receive: whether its message is in the table (taken if so). */
-MPIXD_HD bool mpixd_recv_match(const MPIX_Device_comm *h, MPIX_Device_request *r) {
-  uint64_t key = 0;
-  const int32_t slot = mpixd_find(h, r->peer, r->tag, r->seq, &key);
-  if (slot < 0) return false;
-  mpixd_recv_take(h, r, slot, key, h->bases[r->peer]);
-  return true;
-}
-
-MPIXD_HD int mpixd_recv_progress(const MPIX_Device_comm *h, MPIX_Device_request *r) {
-  if (r->state == MPIXD_RECV_WAIT && !mpixd_recv_match(h, r)) return MPIX_DEVICE_PENDING;
-  if (r->state == MPIXD_RECV_BOUND) {
-    const uint32_t start = r->next;
-    while (r->next < r->nslots && mpixd_arrived(h, r->peer, r->chan, r->ticket + r->next)) {
-      mpixd_get_chunk(h, r, r->next, 0, 1);
-      mpixd_mark_done(h, r->peer, r->chan, r->ticket + r->next);
-      ++r->next;
-    }
-    if (r->next != start) mpixd_ring_release(h, r->peer, r->chan);
-    if (r->next < r->nslots) return MPIX_DEVICE_PENDING;
-    r->state = MPIXD_DONE;
-    r->status = r->msg_bytes > r->bytes ? MPIX_DEVICE_ERR_TRUNCATE : MPIX_DEVICE_SUCCESS;
-  }
-  return MPIX_DEVICE_SUCCESS;
-}
-
-/* One thread's MPIX_Test: PENDING, or the request's final status (the
- * request then inactive). */
-MPIXD_HD int mpixd_test(const MPIX_Device_comm *h, MPIX_Device_request *r) {
-  if (r == NULL) return MPIX_DEVICE_ERR_ARG;
-  switch (r->state) {
-    case MPIXD_PROXIED: return mpixd_proxy_test(h, r);
-    case MPIXD_SEND:
-      if (mpixd_send_progress(h, r) != MPIX_DEVICE_SUCCESS) return MPIX_DEVICE_PENDING;
-      break;
-    case MPIXD_RECV_WAIT:
-    case MPIXD_RECV_BOUND:
-      if (mpixd_recv_progress(h, r) != MPIX_DEVICE_SUCCESS) return MPIX_DEVICE_PENDING;
-      break;
-    case MPIXD_DONE: break;
-    default: return MPIX_DEVICE_ERR_REQUEST;
-  }
-  r->state = MPIXD_INACTIVE;
-  return r->status;
 }
 
 #endif

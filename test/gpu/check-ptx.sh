@@ -3,7 +3,7 @@
 # nvcc. nvcc 13.0 miscompiled kernels that pass their by-value handle to
 # many inlined device calls: it took the parameter's address in param space
 # (cvta.param) and then read it as local memory (cvta.to.local), an invalid
-# __local__ read on the GPU (see mpixd_launder in include/mpix_device/ops.cuh).
+# __local__ read on the GPU (see MPIXD_OF in include/mpix_device/ops.cuh).
 # This compiles the programs that use the device API to PTX and fails if
 # any local-space conversion is applied to a param-space address. Runs
 # where nvcc is (CI included): no GPU needed.

@@ -1,5 +1,6 @@
-// The device send/recv queue protocol (include/mpix_device/proto.h)
-// compiled as plain C++: mailboxes in host memory, std::threads as the GPU
+// The device send/recv queue protocol (include/mpix_device/ proto.h,
+// proxy.h and calls.h) compiled as plain C++: mailboxes in host memory,
+// std::threads as the GPU
 // threads of two or three "ranks". Layout, chunking, per-key numbering and
 // hash-table matching (FIFO per (source, tag), tags apart, receives of a
 // key completing in any order), back-pressure of the message table, the
@@ -18,7 +19,7 @@
 #include <thread>
 #include <vector>
 
-#include "mpix_device/proto.h"
+#include "mpix_device/calls.h"
 
 namespace {
 

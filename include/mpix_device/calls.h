@@ -1,0 +1,209 @@
+/*
+ * mpix device point-to-point: the calls for one thread, on either path
+ * (ops.cuh adds warp-aggregated numbering and the _block variants, built on
+ * the same pieces). Host tests call these directly. Not a public
+ * interface: names start with mpixd_.
+ */
+#ifndef MPIX_DEVICE_CALLS_H
+#define MPIX_DEVICE_CALLS_H
+
+#include "proto.h"
+#include "proxy.h"
+
+/* ---- the calls, for one thread (ops.cuh adds warp-aggregated numbering
+ * and the _block variants, built on the same pieces) ---- */
+
+/* Moves a send on as far as it can without waiting: ring tickets (a
+ * message that fits the ring claims all at once, when there is room; a
+ * longer one claims them up front and streams), the table entry, then the
+ * chunks the ring has room for. */
+MPIXD_HD int mpixd_send_progress(const MPIX_Device_comm *h, MPIX_Device_request *r) {
+  if (r->nslots > 0 && !(r->flags & MPIXD_R_TICKETS)) {
+    mpixd_schan *sc = mpixd_schan_of(h, h->local, r->peer, r->chan);
+    if (r->nslots <= h->slots) {
+      if (mpixd_claim_room(h, sc, r->nslots, &r->ticket, mpixd_near(h, r->peer)) != MPIX_DEVICE_SUCCESS)
+        return MPIX_DEVICE_PENDING;
+    } else {
+      r->ticket = mpixd_fetch_add(&sc->tail, r->nslots);
+    }
+    r->flags |= MPIXD_R_TICKETS;
+  }
+  if (!(r->flags & MPIXD_R_POSTED)) {
+    uint32_t slot;
+    if (!mpixd_claim_way(h, r->peer, r->tag, r->seq, &slot)) return MPIX_DEVICE_PENDING;
+    char *base = h->bases[r->peer];
+    if (r->nslots == 0) mpixd_post_small(h, r->peer, base, slot, r->tag, r->seq, (uint32_t)r->bytes, r->buf);
+    else
+      mpixd_post_entry(h, r->peer, base, slot, r->tag, r->seq, (uint32_t)r->bytes, r->chan, r->ticket, r->nslots,
+                       r->buf);
+    r->flags |= MPIXD_R_POSTED;
+  }
+  if (r->next < r->nslots) {
+    mpixd_schan *sc = mpixd_schan_of(h, h->local, r->peer, r->chan);
+    for (uint32_t k = mpixd_room(h, sc, r->ticket + r->next, r->nslots - r->next, mpixd_near(h, r->peer)); k > 0;
+         --k) {
+      mpixd_put_chunk(h, r->peer, r->chan, r->ticket, r->next, r->buf, r->bytes, 0, 1);
+      mpixd_publish_chunk(h, r->peer, r->chan, r->ticket + r->next);
+      ++r->next;
+    }
+    if (r->next < r->nslots) return MPIX_DEVICE_PENDING;
+  }
+  r->state = MPIXD_DONE;
+  r->status = MPIX_DEVICE_SUCCESS;
+  return MPIX_DEVICE_SUCCESS;
+}
+
+/* Fills r for a send whose number within its key is seq and moves it on. */
+MPIXD_HD void mpixd_send_start(const MPIX_Device_comm *h, MPIX_Device_request *r, const void *buf, size_t bytes,
+                               int peer, int tag, uint32_t seq) {
+  r->peer = peer;
+  r->tag = tag;
+  r->buf = (void *)buf;
+  r->bytes = bytes;
+  r->msg_bytes = bytes;
+  r->chan = mpixd_channel(h, tag);
+  r->nslots = mpixd_nslots(h, bytes);
+  r->ticket = 0;
+  r->next = 0;
+  r->seq = seq;
+  r->flags = 0;
+  r->status = MPIX_DEVICE_PENDING;
+  r->state = MPIXD_SEND;
+  mpixd_send_progress(h, r);
+}
+
+
+/* One thread's MPIX_Isend: SUCCESS with the request active. A message the
+ * table and ring have room for is written before the call returns (then
+ * the request is already complete); otherwise it goes out as room comes,
+ * while its owner tests the request. */
+MPIXD_HD int mpixd_isend(const MPIX_Device_comm *h, const void *buf, size_t bytes, int peer, int tag,
+                         MPIX_Device_request *r) {
+  const int rc = mpixd_check(h, buf, bytes, peer, tag, r);
+  if (rc != MPIX_DEVICE_SUCCESS) return rc;
+  if (h->path == MPIXD_PATH_PROXY) return mpixd_proxy_post(h, MPIXD_OP_SEND, (void *)buf, bytes, peer, tag, r);
+  uint32_t seq;
+  const int st = mpixd_take_seq(h, true, peer, tag, 1, &seq);
+  if (st != MPIX_DEVICE_SUCCESS) return st;
+  mpixd_send_start(h, r, buf, bytes, peer, tag, seq);
+  return MPIX_DEVICE_SUCCESS;
+}
+
+MPIXD_HD void mpixd_recv_start(MPIX_Device_request *r, void *buf, size_t bytes, int peer, int tag, uint32_t seq) {
+  r->peer = peer;
+  r->tag = tag;
+  r->buf = buf;
+  r->bytes = bytes;
+  r->msg_bytes = 0;
+  r->seq = seq;
+  r->next = 0;
+  r->nslots = 0;
+  r->flags = 0;
+  r->status = MPIX_DEVICE_PENDING;
+  r->state = MPIXD_RECV_WAIT;
+}
+
+/* One thread's MPIX_Irecv: SUCCESS with the request active (the receive
+ * takes its number within its key now, so MPI's order among receives of a
+ * key is the order of these calls). */
+MPIXD_HD int mpixd_irecv(const MPIX_Device_comm *h, void *buf, size_t bytes, int peer, int tag,
+                         MPIX_Device_request *r) {
+  const int rc = mpixd_check(h, buf, bytes, peer, tag, r);
+  if (rc != MPIX_DEVICE_SUCCESS) return rc;
+  if (h->path == MPIXD_PATH_PROXY) return mpixd_proxy_post(h, MPIXD_OP_RECV, buf, bytes, peer, tag, r);
+  uint32_t seq;
+  const int st = mpixd_take_seq(h, false, peer, tag, 1, &seq);
+  if (st != MPIX_DEVICE_SUCCESS) return st;
+  mpixd_recv_start(r, buf, bytes, peer, tag, seq);
+  return MPIX_DEVICE_SUCCESS;
+}
+
+/* Takes the message a waiting receive found at way `slot` of its source's
+ * table, whose key was `key` (a tiny or inline one completes the receive, a
+ * staged one binds it to its chunks) and frees the way. */
+MPIXD_HD void mpixd_recv_take(const MPIX_Device_comm *h, MPIX_Device_request *r, int32_t slot, uint64_t key,
+                              char *src_base) {
+  uint64_t *cell = mpixd_mkeys(h, h->local, r->peer) + 2 * (uint64_t)slot;
+  const bool near = mpixd_near(h, r->peer);
+  if ((key & MPIXD_KEY_SIZE) != MPIXD_KEY_ENTRY) {
+    mpixd_w16 w[2];
+    w[0].a = mpixd_cell_take(cell, near);
+    r->msg_bytes = key & MPIXD_KEY_SIZE;
+    if (r->msg_bytes > 0 && r->bytes > 0) mpixd_inline_store(r->buf, w, r->msg_bytes < r->bytes ? r->msg_bytes : r->bytes);
+    mpixd_free_way(h, r->peer, src_base, (uint32_t)slot, true);
+    r->state = MPIXD_DONE;
+    r->status = r->msg_bytes > r->bytes ? MPIX_DEVICE_ERR_TRUNCATE : MPIX_DEVICE_SUCCESS;
+    return;
+  }
+  /* The acquire orders the entry's reads after its key. */
+  (void)mpixd_load_acquire64_at(cell, near);
+  const mpixd_ment *e = mpixd_ments(h, h->local, r->peer) + slot;
+  const mpixd_w16 head = *(const mpixd_w16 *)e;
+  r->msg_bytes = (uint32_t)head.a;
+  if (r->msg_bytes <= MPIXD_INLINE) {
+    if (r->msg_bytes > 0 && r->bytes > 0) {
+      mpixd_w16 w[2];
+      w[0] = ((const mpixd_w16 *)e->data)[0];
+      w[1] = ((const mpixd_w16 *)e->data)[1];
+      mpixd_inline_store(r->buf, w, r->msg_bytes < r->bytes ? r->msg_bytes : r->bytes);
+    }
+    mpixd_free_way(h, r->peer, src_base, (uint32_t)slot, false);
+    r->state = MPIXD_DONE;
+    r->status = r->msg_bytes > r->bytes ? MPIX_DEVICE_ERR_TRUNCATE : MPIX_DEVICE_SUCCESS;
+    return;
+  }
+  r->chan = (uint32_t)(head.a >> 32);
+  r->ticket = (uint32_t)head.b;
+  r->nslots = (uint32_t)(head.b >> 32);
+  mpixd_free_way(h, r->peer, src_base, (uint32_t)slot, false);
+  r->next = 0;
+  r->state = MPIXD_RECV_BOUND;
+}
+
+/* A waiting receive: whether its message is in the table (taken if so). */
+MPIXD_HD bool mpixd_recv_match(const MPIX_Device_comm *h, MPIX_Device_request *r) {
+  uint64_t key = 0;
+  const int32_t slot = mpixd_find(h, r->peer, r->tag, r->seq, &key);
+  if (slot < 0) return false;
+  mpixd_recv_take(h, r, slot, key, h->bases[r->peer]);
+  return true;
+}
+
+MPIXD_HD int mpixd_recv_progress(const MPIX_Device_comm *h, MPIX_Device_request *r) {
+  if (r->state == MPIXD_RECV_WAIT && !mpixd_recv_match(h, r)) return MPIX_DEVICE_PENDING;
+  if (r->state == MPIXD_RECV_BOUND) {
+    const uint32_t start = r->next;
+    while (r->next < r->nslots && mpixd_arrived(h, r->peer, r->chan, r->ticket + r->next)) {
+      mpixd_get_chunk(h, r, r->next, 0, 1);
+      mpixd_mark_done(h, r->peer, r->chan, r->ticket + r->next);
+      ++r->next;
+    }
+    if (r->next != start) mpixd_ring_release(h, r->peer, r->chan);
+    if (r->next < r->nslots) return MPIX_DEVICE_PENDING;
+    r->state = MPIXD_DONE;
+    r->status = r->msg_bytes > r->bytes ? MPIX_DEVICE_ERR_TRUNCATE : MPIX_DEVICE_SUCCESS;
+  }
+  return MPIX_DEVICE_SUCCESS;
+}
+
+/* One thread's MPIX_Test: PENDING, or the request's final status (the
+ * request then inactive). */
+MPIXD_HD int mpixd_test(const MPIX_Device_comm *h, MPIX_Device_request *r) {
+  if (r == NULL) return MPIX_DEVICE_ERR_ARG;
+  switch (r->state) {
+    case MPIXD_PROXIED: return mpixd_proxy_test(h, r);
+    case MPIXD_SEND:
+      if (mpixd_send_progress(h, r) != MPIX_DEVICE_SUCCESS) return MPIX_DEVICE_PENDING;
+      break;
+    case MPIXD_RECV_WAIT:
+    case MPIXD_RECV_BOUND:
+      if (mpixd_recv_progress(h, r) != MPIX_DEVICE_SUCCESS) return MPIX_DEVICE_PENDING;
+      break;
+    case MPIXD_DONE: break;
+    default: return MPIX_DEVICE_ERR_REQUEST;
+  }
+  r->state = MPIXD_INACTIVE;
+  return r->status;
+}
+
+#endif
