@@ -16,7 +16,7 @@
  *           flight is a ping-pong);
  *   one     rank 0 only sends, rank 1 only receives, as test_many in
  *           test/gpu/dev_p2p.cu; the queue (16384 entries, the GPU test's)
- *           may fill, and posts then wait for credits;
+ *           may fill, and posts then wait for free slots;
  *   parked  as both, with 1024 in flight, beside P receives (P = 0 .. 16384
  *           in the outstanding column's place: outstanding = 1024 + P)
  *           that stay in flight through the whole sample on a second
@@ -35,10 +35,9 @@
  * Unless set, the environment gets MPIX_DEVICE_PATH=proxy and
  * MPIX_DEVICE_PROXY_HOSTMEM=1 before the handles are made, and
  * MPIX_DEVICE_PROXY_QUEUE: 16384 with -d one, else 65536: with sends and
- * receives both ways a full queue on both ranks could deadlock on credits
- * (they come back in ticket order, so a receive waiting for a send the
- * peer cannot post holds every later ticket), so those points stop at a
- * quarter of the queue.
+ * receives both ways a full queue on both ranks could deadlock (a receive
+ * holds its slot until its message comes, and the send it waits for cannot
+ * get one on the peer), so those points stop at a quarter of the queue.
  *
  * Usage: mpiexec -n 2 ./bench_proxy_host [options]
  *   -t LIST  worker thread counts, comma separated (default 1,8,64)
@@ -242,7 +241,7 @@ static void *work(void *arg) {
 
 /* -d parked: receives kept in flight through a whole sample beside the
  * measured traffic, on a second communicator (so on a queue of their own,
- * whose credits they then hold without blocking the measured traffic),
+ * whose slots they then hold without blocking the measured traffic),
  * for a message nobody sends until the sample is over; then the peer's
  * host sends them with MPI_Isend. (Parked sends above the eager limit
  * would measure something else: their rendezvous requests wait in UCX's

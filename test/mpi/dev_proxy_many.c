@@ -135,12 +135,11 @@ static long min_done(const Worker *w) {
   return m;
 }
 
-/* Posts while the window has room, completes in order. Never spins on a
- * full queue with a finished operation unreleased (credits come back in
- * ticket order: that would block every thread, itself included), and
- * never runs more than a window ahead of the slowest thread, so at most
- * 4 * THREADS * window tickets are ever unreturned and the queue (4x that)
- * cannot fill: no deadlock on credits, whatever the scheduling. */
+/* Posts while the window has room, completes in order, and never runs more
+ * than a window ahead of the slowest thread, so at most THREADS * window
+ * slots are held and the queue (4x that) never fills: a receive holds its
+ * slot until it completes, so a full queue on both ranks whose receives
+ * wait for sends the peer cannot post would deadlock (mpix_device(7)). */
 static void *work(void *arg) {
   Worker *w = arg;
   long posted = 0, done = 0, floor = 0;
@@ -189,11 +188,11 @@ int main(int argc, char **argv) {
   if (window < 1) window = 1;
   pthread_t tid[THREADS];
   Worker w[THREADS];
-  for (int t = 0; t < THREADS; ++t) {
+  /* Every worker set up before any starts: each reads the others' progress. */
+  for (int t = 0; t < THREADS; ++t)
     w[t] = (Worker){&h, rank, (rank + 1) % size, (rank + size - 1) % size, t, window, 0, 0, w,
                     calloc((size_t)window, sizeof(Op))};
-    pthread_create(&tid[t], NULL, work, &w[t]);
-  }
+  for (int t = 0; t < THREADS; ++t) pthread_create(&tid[t], NULL, work, &w[t]);
   long errors = 0;
   for (int t = 0; t < THREADS; ++t) {
     pthread_join(tid[t], NULL);
