@@ -2,3 +2,15 @@
 src_libmpixcore_la_SOURCES += progress/inflight.cc progress/inflight.h
 # The progress thread: started by the first GPU stream, parked when idle.
 src_libmpixcore_la_SOURCES += progress/thread.cc progress/thread.h
+# Datatype layouts, packing (the protocol and the transports).
+src_libmpixcore_la_SOURCES += progress/datatype.cc progress/datatype.h
+# Transports under the point-to-point protocol: selection, pmpi, ucx.
+src_libmpixcore_la_SOURCES += progress/transport.cc progress/transport.h \
+	progress/pmpi_link.cc progress/pmpi_link.h progress/ucx.h
+if HAVE_UCX
+src_libmpixcore_la_SOURCES += progress/ucx.cc progress/ucx_worker.cc progress/ucx_worker.h \
+	progress/ucx_link.cc progress/ucx_link.h
+else
+src_libmpixcore_la_SOURCES += progress/ucx_none.cc
+endif
+src_libmpixcore_la_LIBADD += $(UCX_LIBS)

@@ -13,6 +13,10 @@ const ConfigVar kVars[] = {
     {"MPIX_INTERCEPT", "none",
      "none: only communicators with no-wildcard assertions use mpix's engine; all: every communicator does "
      "(full MPI semantics, wildcards included)"},
+    {"MPIX_TRANSPORT", "auto",
+     "what carries handled communicators' messages: ucx (UCP active messages, rendezvous by UCX; needs the "
+     "UCX transport built and usable on every rank), pmpi (the MPI library underneath, a second time), auto "
+     "(ucx when usable, else pmpi); an explicitly named transport that cannot start fails MPI_Init"},
     {"MPIX_EAGER_LIMIT", "8192",
      "largest message (bytes) sent eagerly with its envelope; larger ones use rendezvous"},
     {"MPIX_LANDING_SLOTS", "16",
@@ -142,6 +146,12 @@ Config config_from_env(char *errors, int errors_len) {
   if (const char *v = std::getenv("MPIX_INTERCEPT")) {
     if (std::strcmp(v, "all") == 0) c.intercept_all = true;
     else if (std::strcmp(v, "none") != 0) append(errors, errors_len, "MPIX_INTERCEPT", v, "none or all");
+  }
+  if (const char *v = std::getenv("MPIX_TRANSPORT")) {
+    if (std::strcmp(v, "auto") == 0) c.transport = 0;
+    else if (std::strcmp(v, "pmpi") == 0) c.transport = 1;
+    else if (std::strcmp(v, "ucx") == 0) c.transport = 2;
+    else append(errors, errors_len, "MPIX_TRANSPORT", v, "auto, pmpi or ucx");
   }
   if (const char *v = std::getenv("MPIX_EAGER_LIMIT")) {
     if (!parse_int(v, 0, 1L << 26, &c.eager_limit))

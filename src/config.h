@@ -10,6 +10,7 @@ namespace mpix {
 struct Config {
   int verbose = 0;                 // MPIX_VERBOSE
   bool intercept_all = false;      // MPIX_INTERCEPT
+  int transport = 0;               // MPIX_TRANSPORT: 0 auto, 1 pmpi, 2 ucx
   long eager_limit = 16384;        // MPIX_EAGER_LIMIT
   int landing_slots = 16;          // MPIX_LANDING_SLOTS
   long unexpected_limit = 64L << 20;  // MPIX_UNEXPECTED_LIMIT

@@ -87,6 +87,9 @@ const ErrorSpec kSpecs[] = {
     {&MPIX_ERR_NO_CUDA,
      "mpix: MPIX_Comm_device_handle: allocating or CUDA-IPC-mapping the device mailboxes (or the proxy queue and "
      "its progress thread) failed on some rank"},
+    {&kClassOther,
+     "mpix: the transport MPIX_TRANSPORT asks for cannot start here (the reason is printed at MPI_Init; "
+     "MPIX_TRANSPORT=auto falls back to pmpi)"},
     {&kClassIntern, "mpix: internal error (please report it with MPIX_VERBOSE=2 output)"},
 };
 static_assert(sizeof(kSpecs) / sizeof(kSpecs[0]) == static_cast<size_t>(Err::kCount),

@@ -33,6 +33,7 @@ enum class Err : int {
   kDeviceCommNotHandled, // MPIX_Comm_device_handle on a comm that is not handled/no-wildcard
   kDeviceNoGpu,        // MPIX_Comm_device_handle without a usable GPU
   kDeviceSetup,        // mailbox allocation or CUDA IPC mapping failed
+  kTransportUnavailable, // MPIX_TRANSPORT names a transport that cannot start
   kInternal,           // a bug or an underlying failure we cannot classify
   kCount
 };

@@ -2,6 +2,7 @@
 
 #include <atomic>
 #include <cstdio>
+#include <cstdlib>
 
 #include "comm_table.h"
 #include "device/gpu.h"
@@ -13,6 +14,7 @@
 #include "p2p/liveness.h"
 #include "p2p/region_batch.h"
 #include "progress/thread.h"
+#include "progress/transport.h"
 
 namespace mpix {
 namespace {
@@ -38,6 +40,8 @@ void print_configuration(const char *config_errors) {
   std::fprintf(stderr, "[mpix] ranks %d, thread level %s (MPI library: %s)\n", g_runtime.world_size,
                thread_level_name(g_runtime.thread_provided), thread_level_name(g_runtime.thread_underlying));
   const int ngpu = gpu::device_count();
+  std::fprintf(stderr, "[mpix] transport: %s (built: %s)\n", progress::transport_name(),
+               progress::transports_built());
   std::fprintf(stderr, "[mpix] GPUs visible to rank 0: %d\n", ngpu);
   for (int d = 0; d < ngpu; ++d) {
     char desc[256];
@@ -49,10 +53,19 @@ void print_configuration(const char *config_errors) {
   std::fflush(stderr);
 }
 
-// MPIX_VERBOSE statistics at MPI_Finalize, one line per rank that used an
-// unordered region.
-void print_statistics() {
+// MPIX_VERBOSE statistics at MPI_Finalize: the transport's traffic, and one
+// line per rank that used an unordered region.
+void print_statistics(const char *transport, const progress::TransportStats &t) {
   if (g_runtime.config.verbose < 1) return;
+  if (t.eager_sent + t.rendezvous_sent + t.arrivals > 0)
+    std::fprintf(stderr,
+                 "[mpix] rank %d: transport %s: eager %llu, rendezvous %llu, arrivals %llu, sync acks %llu, "
+                 "copied %llu, credit stalls %llu, out of order %llu, endpoints %llu\n",
+                 g_runtime.world_rank, transport, static_cast<unsigned long long>(t.eager_sent),
+                 static_cast<unsigned long long>(t.rendezvous_sent), static_cast<unsigned long long>(t.arrivals),
+                 static_cast<unsigned long long>(t.sync_acks), static_cast<unsigned long long>(t.copied_sends),
+                 static_cast<unsigned long long>(t.credit_stalls), static_cast<unsigned long long>(t.out_of_order),
+                 static_cast<unsigned long long>(t.endpoints));
   const p2p::RegionBatchStats s = p2p::region_batch_stats();
   if (s.batches == 0 && s.sequential == 0) return;
   std::fprintf(stderr,
@@ -95,6 +108,7 @@ int runtime_start(int thread_provided, int thread_underlying) {
   p2p_config.eager_limit = static_cast<std::size_t>(g_runtime.config.eager_limit);
   p2p_config.landing_slots = g_runtime.config.landing_slots;
   p2p_config.unexpected_limit = static_cast<std::size_t>(g_runtime.config.unexpected_limit);
+  p2p_config.verbose = g_runtime.config.verbose;
   p2p::p2p_configure(p2p_config);
   p2p::region_batch_configure(static_cast<std::size_t>(g_runtime.config.gpu_match_threshold));
   p2p::GpuConfig gpu_config;
@@ -105,6 +119,29 @@ int runtime_start(int thread_provided, int thread_underlying) {
   gpu_config.depth = g_runtime.config.gpu_pipeline;
   gpu_config.ipc_cache = static_cast<std::size_t>(g_runtime.config.gpu_ipc_cache);
   p2p::gpu_start(gpu_config);
+  progress::TransportConfig transport;
+  transport.kind = g_runtime.config.transport == 1   ? progress::TransportKind::kPmpi
+                   : g_runtime.config.transport == 2 ? progress::TransportKind::kUcx
+                                                     : progress::TransportKind::kAuto;
+  transport.eager_limit = p2p_config.eager_limit;
+  transport.unexpected_limit = p2p_config.unexpected_limit;
+  transport.landing_slots = p2p_config.landing_slots;
+  transport.verbose = g_runtime.config.verbose;
+  char why[256];
+  rc = progress::transport_start(transport, why, sizeof why);
+  if (rc != MPI_SUCCESS) {
+    std::fprintf(stderr,
+                 "[mpix] rank %d: MPI_Init fails: MPIX_TRANSPORT=%s cannot start (%s); MPIX_TRANSPORT=auto would "
+                 "fall back to pmpi\n",
+                 g_runtime.world_rank, std::getenv("MPIX_TRANSPORT"), why);
+    // MPI_Init fails as MPI functions do: through MPI_COMM_WORLD's handler
+    // (fatal by default).
+    const int code = error_code(Err::kTransportUnavailable);
+    PMPI_Comm_call_errhandler(MPI_COMM_WORLD, code);
+    return code;
+  }
+  if (why[0] != '\0' && g_runtime.config.verbose >= 1 && g_runtime.world_rank == 0)
+    std::fprintf(stderr, "[mpix] transport: pmpi (UCX not used: %s)\n", why);
   rc = p2p::p2p_start(g_runtime.config.intercept_all);
   if (rc != MPI_SUCCESS) return rc;
   if (thread_underlying == MPI_THREAD_MULTIPLE && g_runtime.config.progress_thread != 0 &&
@@ -125,8 +162,9 @@ int runtime_stop() {
   // First: the progress thread calls into the engine that p2p_stop tears down.
   progress::thread_stop();
   p2p::liveness_stop();
+  const char *transport = progress::transport_name();
   p2p::p2p_stop();
-  print_statistics();
+  print_statistics(transport, progress::transport_stats());
   p2p::region_batch_release();
   p2p::gpu_stop();  // after the engine: no transfer uses the pools any more
   CommTable::finalize();

@@ -9,13 +9,30 @@ MPIX_TEST_ENV = MPIEXEC="$(MPIEXEC)" MPIEXEC_FLAGS="$(MPIEXEC_FLAGS)" \
 	MPIX_BUILDDIR="$(abs_top_builddir)" MPIX_SRCDIR="$(abs_top_srcdir)" MPIX_SANITIZED="$(MPIX_SANITIZED)" \
 	NVCC="$(NVCC)" NVCC_ARCHFLAGS="$(NVCC_ARCHFLAGS)" MPI_CPPFLAGS="$(MPI_CPPFLAGS)"
 
+# The host MPI tests once more on each transport (the first pass above runs
+# them on the default, auto: ucx where it is built and usable). Over UCX
+# with TCP as well: MPIX_UCX_TLS=tcp,self puts mpix's own UCX on the network
+# path between hosts while the MPI library keeps its default (MPICH 4.0.2
+# with UCX_TLS=tcp,self itself hangs in MPI_Finalize at 3 ranks or more).
+MPIX_TRANSPORT_TESTLISTS = test/mpi/testlist test/mpi/p2p/testlist test/mpi/stream/testlist
+MPIX_UCX_TCP = tcp,self
+MPIX_UCX_BUILT =
+if HAVE_UCX
+MPIX_UCX_BUILT += yes
+endif
+EXTRA_DIST += test/mpi/transport/testlist
+
 check-local: all
 	@$(MPIX_TEST_ENV) $(top_srcdir)/test/runtests \
 	  $(foreach t,$(MPIX_UNIT_TESTS),--unit $(t)) \
 	  --script $(top_srcdir)/test/check-symbols.sh \
 	  --script $(top_srcdir)/test/check-install.sh \
 	  --script $(top_srcdir)/test/gpu/check-ptx.sh \
-	  $(foreach l,$(MPIX_TESTLISTS),--testlist $(l)) $(MPIX_TEST_SKIPS)
+	  $(foreach l,$(MPIX_TESTLISTS),--testlist $(l)) $(MPIX_TEST_SKIPS) \
+	  $(if $(strip $(MPIX_UCX_BUILT)),--testlist test/mpi/transport/testlist \
+	    --env MPIX_TRANSPORT=ucx --env MPIX_UCX_TLS=$(MPIX_UCX_TCP) $(foreach l,$(MPIX_TRANSPORT_TESTLISTS),--testlist $(l)) \
+	    --noenv --env MPIX_TRANSPORT=pmpi $(foreach l,$(MPIX_TRANSPORT_TESTLISTS),--testlist $(l)) --noenv, \
+	    --skip test/mpi/transport "built without UCX (configure --with-ucx)")
 
 # MPICH's own test suite: natively, under LD_PRELOAD, and its pt2pt tests
 # with every communicator carried by the engine (MPIX_INTERCEPT=all).

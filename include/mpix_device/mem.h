@@ -213,16 +213,6 @@ MPIXD_HD uint32_t mpixd_fetch_add(uint32_t *p, uint32_t v) {
 #endif
 }
 
-/* Orders this thread's earlier memory accesses (peer memory included)
- * before later ones, as seen from any agent. */
-MPIXD_HD void mpixd_fence_system(void) {
-#if defined(__CUDA_ARCH__)
-  __threadfence_system();
-#else
-  __atomic_thread_fence(__ATOMIC_SEQ_CST);
-#endif
-}
-
 /* A sequentially consistent fence among this GPU's threads (the
  * store-then-load hand-over of mpixd_ring_release). */
 MPIXD_HD void mpixd_fence_sc(void) {
@@ -230,14 +220,6 @@ MPIXD_HD void mpixd_fence_sc(void) {
   __threadfence();
 #else
   __atomic_thread_fence(__ATOMIC_SEQ_CST);
-#endif
-}
-
-MPIXD_HD void mpixd_pause(void) {
-#if defined(__CUDA_ARCH__)
-  __nanosleep(64);
-#else
-  sched_yield();
 #endif
 }
 

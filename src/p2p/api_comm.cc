@@ -29,7 +29,7 @@ int comm_created(MPI_Comm newcomm, const Hints &hints, bool force) {
   if (handle) {
     // Wildcards are allowed unless both are asserted away (the fast mode).
     auto lock = engine_lock();
-    const int rc = c->attach(newcomm, !hints.no_wildcards());
+    const int rc = c->attach(newcomm, !hints.no_wildcards(), lock);
     if (rc != MPI_SUCCESS) return rc;
   }
   return CommTable::insert(newcomm, std::move(c));
@@ -45,8 +45,14 @@ int p2p_start(bool all) {
 
 void p2p_stop() {
   auto lock = engine_lock();
+  // Messages still on their way arrive and what can finish does, while
+  // every rank does the same; then no transport calls back into the
+  // requests released below.
+  drain(lock);
+  progress::transport_abandon();
   request_finalize();
   detach_all();
+  progress::transport_stop();
 }
 
 }  // namespace mpix::p2p

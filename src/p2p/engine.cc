@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
+#include <cstdio>
 #include <cstring>
 
 #include "datatype.h"
@@ -21,6 +23,9 @@ P2PConfig g_config;
 // engine lock by the liveness thread.
 std::atomic<long> g_receives_pending{0};
 constexpr unsigned kPollsBeforeYield = 32;
+// MPI_Finalize's drain gives up after this long without any change (a
+// message to a communicator its receiver freed never lands).
+constexpr auto kDrainPatience = std::chrono::seconds(2);
 std::mutex g_engine_mutex;
 
 // Handled communicators with landing receives. The strong references keep
@@ -35,24 +40,14 @@ match::Key pattern_key(int source, int tag) {
                     tag == MPI_ANY_TAG ? match::kAnyTag : tag};
 }
 
-// Eager sends whose user request completed when the copy was made but whose
-// transfer is still running. Bounded: a sender that outruns its receiver
-// would otherwise turn every send into a pending underlying request until
-// MPI's request pool runs out (native MPI throttles it through the user's
-// own request instead). Past the bound, a send's request waits for its
-// transfer, as natively.
-constexpr long kEagerDetachedMax = 4096;
-long g_eager_detached = 0;  // under the engine lock
-
-// An eager send in flight: owns its copy of header and payload, so the
-// user's request completed when the copy was made.
-struct EagerSend final : progress::Pending {
-  EagerSend() { ++g_eager_detached; }
-  ~EagerSend() override { --g_eager_detached; }
-  EagerSend(const EagerSend &) = delete;
-  EagerSend &operator=(const EagerSend &) = delete;
-  std::unique_ptr<char[]> buffer;
-  void on_complete(const MPI_Status &) override { delete this; }  // NOLINT: self-owned until completion
+// A blocking send's completion, waited for by its caller.
+struct Waiter final : progress::Pending {
+  bool done = false;
+  int error = MPI_SUCCESS;
+  void on_complete(const MPI_Status &st) override {
+    error = st.MPI_ERROR;
+    done = true;
+  }
 };
 
 }  // namespace
@@ -80,9 +75,13 @@ P2PComm::P2PComm(const Hints &hints) : hints_(hints) {}
 // the last reference goes, nothing is left to tear down.
 P2PComm::~P2PComm() = default;
 
-int P2PComm::attach(MPI_Comm comm, bool wildcards) {
+int P2PComm::attach(MPI_Comm comm, bool wildcards, std::unique_lock<std::mutex> &lock) {
+  // Collectives without the engine lock: a peer may need this process to
+  // progress meanwhile (a rendezvous it started before creating comm).
+  lock.unlock();
   int rc = PMPI_Comm_dup(comm, &ctrl_);
   if (rc == MPI_SUCCESS) rc = PMPI_Comm_dup(comm, &data_);
+  lock.lock();
   if (rc != MPI_SUCCESS) return rc;
   // Truncation of a rendezvous receive must come back in its status, not
   // abort the job: the user's handler decides, at the API boundary.
@@ -99,67 +98,45 @@ int P2PComm::attach(MPI_Comm comm, bool wildcards) {
   if (wildcards) mode = match::Mode::kOrderedWildcard;
   else if (hints_.allow_overtaking) mode = match::Mode::kUnordered;
   matcher_ = std::make_unique<match::Matcher>(mode);
-
   user_ = comm;
+
+  // Arrivals may come in as soon as the link exists: the matcher is ready.
+  progress::LinkParams params;
+  params.user = comm;
+  params.ctrl = ctrl_;
+  params.data = data_;
+  params.sink = this;
+  rc = progress::link_create(params, lock, &link_);
+  if (rc != MPI_SUCCESS) return rc;
   handled_ = true;
-  const std::size_t slot_bytes = sizeof(WireHeader) + g_config.eager_limit;
-  for (int i = 0; i < g_config.landing_slots; ++i) {
-    auto slot = std::make_unique<Landing>();
-    slot->buffer = std::make_unique<char[]>(slot_bytes);
-    post_landing(slot.get());
-    slots_.push_back(std::move(slot));
-  }
   attached().push_back(shared_from_this());
   return MPI_SUCCESS;
 }
 
-void P2PComm::post_landing(Landing *slot) {
-  const int bytes = static_cast<int>(sizeof(WireHeader) + g_config.eager_limit);
-  PMPI_Irecv(slot->buffer.get(), bytes, MPI_BYTE, MPI_ANY_SOURCE, 0, ctrl_, &slot->request);
-  posted_order_.push_back(slot);
-}
-
-int P2PComm::poll_landings() {
-  int taken = 0;
-  while (handled_ && !posted_order_.empty()) {
-    Landing *slot = posted_order_.front();
-    int flag = 0;
-    PMPI_Test(&slot->request, &flag, &slot->status);
-    if (!flag) break;
-    posted_order_.pop_front();
-    ++taken;
-    on_arrival(slot);
-    if (!handled_) break;
-    // Back-pressure: with too much unexpected data and nobody waiting, new
-    // messages stay in the MPI library's queue (and its flow control).
-    if (unexpected_bytes_ > g_config.unexpected_limit && receives_waiting_ == 0) parked_.push_back(slot);
-    else post_landing(slot);
-  }
-  return taken;
-}
-
-void P2PComm::unpark() {
-  for (Landing *slot : parked_) post_landing(slot);
-  parked_.clear();
-}
-
 void P2PComm::unexpected_consumed(const Message &m) {
-  unexpected_bytes_ -= sizeof(Message) + (m.owned ? m.bytes : 0);
-  if (!parked_.empty() && unexpected_bytes_ <= g_config.unexpected_limit / 2) unpark();
+  if (link_) link_->consumed(m.source, m.credit);
 }
 
-void P2PComm::on_arrival(Landing *slot) {
-  WireHeader h;
-  std::memcpy(&h, slot->buffer.get(), sizeof h);
+void P2PComm::arrived(const progress::Arrival &a) {
+  if (a.h.kind == kEager && a.payload_bytes < a.h.bytes) {
+    // A peer's envelope that promises more than came: never read past it.
+    std::fprintf(stderr, "[mpix] dropped a malformed message from rank %d (%zu of %llu bytes)\n", a.source,
+                 a.payload_bytes, static_cast<unsigned long long>(a.h.bytes));
+    link_->consumed(a.source, a.credit);
+    return;
+  }
   auto m = std::make_unique<Message>();
-  m->source = slot->status.MPI_SOURCE;
-  m->tag = h.tag;
-  m->bytes = h.bytes;
-  m->kind = h.kind;
-  m->data_tag = h.data_tag;
-  m->payload = slot->buffer.get() + sizeof h;
+  m->source = a.source;
+  m->tag = a.h.tag;
+  m->bytes = a.h.bytes;
+  m->kind = a.h.kind;
+  m->data_tag = a.h.data_tag;
+  m->flags = a.h.flags;
+  m->ticket = a.ticket;
+  m->credit = a.credit;
+  m->payload = a.payload;
   if (region_open) {
-    // Matched at the next flush, after the landing buffer is reposted.
+    // Matched at the next flush, after the transport's buffer is reused.
     keep_unexpected(*m);
     region_arrivals_.push_back(
         match::BatchItem{match::BatchKey{0, m->source, m->tag}, reinterpret_cast<match::Cookie>(m.get())});
@@ -171,6 +148,7 @@ void P2PComm::on_arrival(Landing *slot) {
   if (res.matched()) {
     receive_unqueued();
     deliver(reinterpret_cast<Request *>(res.partner), *m);
+    unexpected_consumed(*m);
     return;
   }
   keep_unexpected(*m);
@@ -178,7 +156,7 @@ void P2PComm::on_arrival(Landing *slot) {
 }
 
 void P2PComm::keep_unexpected(Message &m) {
-  // Unexpected: the landing buffer is about to be reposted, so the payload
+  // Unexpected: the transport's buffer is about to be reused, so the payload
   // moves to memory of its own size (a flood of small messages costs what
   // they carry, not a landing buffer each).
   if (m.kind == kEager && m.bytes > 0) {
@@ -189,7 +167,6 @@ void P2PComm::keep_unexpected(Message &m) {
     gpu_keep_descriptor(m);
   }
   m.comm = weak_from_this();
-  unexpected_bytes_ += sizeof(Message) + (m.owned ? m.bytes : 0);
 }
 
 namespace {
@@ -350,7 +327,7 @@ int P2PComm::start_recv(Request *r) {
     region_receives_.push_back(
         match::BatchItem{match::BatchKey{0, r->peer, r->tag}, reinterpret_cast<match::Cookie>(r)});
     receive_queued();
-    if (!parked_.empty()) unpark();
+    link_->want_more();
     return MPI_SUCCESS;
   }
   const match::PostResult res =
@@ -369,26 +346,25 @@ int P2PComm::start_recv(Request *r) {
   r->match_handle = res.handle;
   receive_queued();
   // A receive that cannot match yet needs messages to keep coming in.
-  if (!parked_.empty()) unpark();
+  link_->want_more();
   return MPI_SUCCESS;
 }
 
 void P2PComm::deliver(Request *r, Message &m) {
+  if ((m.flags & progress::kFlagSyncAck) != 0) link_->matched(m.arrival());  // the sender may complete now
   if (gpu_deliver(*this, r, m)) return;  // device buffer or GPU rendezvous
   r->queued = false;
   if (m.kind == kRendezvous) {
-    // The payload waits in the MPI library underneath (its own rendezvous:
-    // no copy here); receiving straight into the user's buffer and type.
+    // The payload waits at the sender (or in the MPI library underneath);
+    // the transport moves it straight into the user's buffer and type.
     r->st_source = m.source;
     r->st_tag = m.tag;
-    MPI_Request inner = MPI_REQUEST_NULL;
-    const int rc = PMPI_Irecv(r->rbuf, r->count, r->dtype, m.source, m.data_tag, data_, &inner);
-    if (rc != MPI_SUCCESS) {
-      r->finish(m.source, m.tag, rc, 0);
-      return;
-    }
     r->inner_busy = true;
-    progress::inflight().add(inner, r);
+    const int rc = link_->pull(m.arrival(), r->rbuf, r->count, r->dtype, r);
+    if (rc != MPI_SUCCESS) {
+      r->inner_busy = false;
+      r->finish(m.source, m.tag, rc, 0);
+    }
     return;
   }
   const std::uint64_t capacity = capacity_bytes(r);
@@ -424,7 +400,9 @@ bool P2PComm::cancel(Request *r) {
 const Message *P2PComm::probe(int source, int tag) {
   region_flush();  // collected arrivals become visible
   const match::ProbeResult res = matcher_->probe(pattern_key(source, tag));
-  return res.found ? reinterpret_cast<const Message *>(res.cookie) : nullptr;
+  if (res.found) return reinterpret_cast<const Message *>(res.cookie);
+  link_->want_more();  // a probe loop must see messages held back, too
+  return nullptr;
 }
 
 std::unique_ptr<Message> P2PComm::take(int source, int tag) {
@@ -432,6 +410,7 @@ std::unique_ptr<Message> P2PComm::take(int source, int tag) {
   const match::ProbeResult res = matcher_->take(pattern_key(source, tag));
   std::unique_ptr<Message> m(res.found ? reinterpret_cast<Message *>(res.cookie) : nullptr);
   if (m) unexpected_consumed(*m);
+  else link_->want_more();
   return m;
 }
 
@@ -453,105 +432,58 @@ int P2PComm::transmit(const void *buf, int count, MPI_Datatype dtype, int dest, 
   const Layout l = layout_of(dtype, count);
   const std::uint64_t bytes = static_cast<std::uint64_t>(l.bytes);
   WireHeader h{tag, kEager, bytes, 0, 0};
+  // Who learns of the completion: the request, or (blocking) this call.
+  Waiter waiter;
+  const auto finish_send = [&](int rc, bool pending) {
+    if (r != nullptr) {
+      r->inner_busy = pending && rc == MPI_SUCCESS;
+      if (!r->inner_busy) r->finish(MPI_PROC_NULL, MPI_ANY_TAG, rc, 0);
+      return rc;
+    }
+    if (rc != MPI_SUCCESS || !pending) return rc;
+    while (!waiter.done) progress_wait(*lock);
+    return waiter.error;
+  };
 
-  // Synchronous sends always take the rendezvous path: its data send is a
-  // PMPI_Issend, which completes only once our receiver matched it.
-  // Buffered sends too: their payload goes out by PMPI_Ibsend, so they use
-  // exactly the space of the application's attached buffer that a native
+  // Synchronous sends go eagerly only where the transport acknowledges the
+  // match (else by rendezvous, whose data moves only after it). Buffered
+  // sends over pmpi take the rendezvous path too: the MPI library's
+  // MPI_Ibsend then uses exactly the space of the attached buffer a native
   // MPI_Bsend would (an envelope in it would make an exactly sized buffer
   // too small).
-  if (bytes <= g_config.eager_limit && mode != SendMode::kSync && mode != SendMode::kBuffered) {
-    const std::size_t total = sizeof h + bytes;
-    char *out = nullptr;
-    std::unique_ptr<EagerSend> inflight_send;
-    const bool tied = r != nullptr && g_eager_detached >= kEagerDetachedMax;
-    if (r == nullptr) {
-      if (send_scratch_.size() < total) send_scratch_.resize(total);
-      out = send_scratch_.data();
-    } else if (tied) {
-      r->eager_copy = std::make_unique<char[]>(total);
-      out = r->eager_copy.get();
-    } else {
-      inflight_send = std::make_unique<EagerSend>();
-      inflight_send->buffer = std::make_unique<char[]>(total);
-      out = inflight_send->buffer.get();
+  const bool sync = mode == SendMode::kSync;
+  const bool eager_mode = link_->eager_sync() || (!sync && mode != SendMode::kBuffered);
+  if (bytes <= g_config.eager_limit && eager_mode) {
+    std::unique_ptr<char[]> packed;
+    const char *payload = static_cast<const char *>(buf) + l.true_lb;
+    if (!l.contiguous && bytes > 0) {
+      packed = std::make_unique<char[]>(bytes);
+      const int rc = pack_bytes(buf, count, dtype, packed.get(), static_cast<int>(bytes), ctrl_);
+      if (rc != MPI_SUCCESS) return finish_send(rc, false);
+      payload = packed.get();
     }
-    std::memcpy(out, &h, sizeof h);
-    if (bytes > 0) {
-      if (l.contiguous) {
-        std::memcpy(out + sizeof h, static_cast<const char *>(buf) + l.true_lb, bytes);
-      } else {
-        const int packed = pack_bytes(buf, count, dtype, out + sizeof h, static_cast<int>(bytes), ctrl_);
-        if (packed != MPI_SUCCESS) {
-          if (r != nullptr) r->finish(MPI_PROC_NULL, MPI_ANY_TAG, packed, 0);
-          return packed;
-        }
-      }
-    }
-    int rc = MPI_SUCCESS;
-    if (r == nullptr) {
-      rc = PMPI_Send(out, static_cast<int>(total), MPI_BYTE, dest, 0, ctrl_);
-    } else {
-      MPI_Request inner = MPI_REQUEST_NULL;
-      rc = PMPI_Isend(out, static_cast<int>(total), MPI_BYTE, dest, 0, ctrl_, &inner);
-      if (rc == MPI_SUCCESS && tied) {
-        // The request owns the copy (eager_copy) and completes with the transfer.
-        r->inner_busy = true;
-        progress::inflight().add(inner, r);
-        return MPI_SUCCESS;
-      }
-      // The inflight set owns it from here; it frees itself on completion.
-      if (rc == MPI_SUCCESS) progress::inflight().add(inner, inflight_send.release());
-    }
-    if (r != nullptr) r->finish(MPI_PROC_NULL, MPI_ANY_TAG, rc, 0);
-    return rc;
+    if (sync) h.flags |= progress::kFlagSyncAck;
+    // A buffered send is complete once the link took a copy; a packed
+    // payload must stay alive as long as the link may read it.
+    progress::Pending *done = nullptr;
+    if (sync) done = r != nullptr ? static_cast<progress::Pending *>(r) : &waiter;
+    else if (r != nullptr && mode != SendMode::kBuffered && !packed) done = r;
+    bool pending = false;
+    const int rc = link_->send_eager(dest, h, payload, bytes, done, &pending);
+    if (pending && packed && r != nullptr) r->eager_copy = std::move(packed);
+    return finish_send(rc, pending);
   }
 
-  // Rendezvous: announce, then hand the payload to the MPI library under a
-  // tag unique to this transfer; it stays there (the library's own
-  // rendezvous, no copy) until our receiver matches and posts the receive.
-  std::uint32_t &next = next_data_tag_[static_cast<std::size_t>(dest)];
+  // Rendezvous: announce it; the payload stays where it is (or in the MPI
+  // library) until the receiver matched and pulls it.
   h.kind = kRendezvous;
+  std::uint32_t &next = next_data_tag_[static_cast<std::size_t>(dest)];
   h.data_tag = static_cast<std::int32_t>(next);
   next = next >= static_cast<std::uint32_t>(data_tag_limit_) ? 0 : next + 1;
-  int rc = MPI_SUCCESS;
-  if (mode == SendMode::kBuffered) {
-    // Never blocks: the envelope goes from memory of its own.
-    auto envelope = std::make_unique<EagerSend>();
-    envelope->buffer = std::make_unique<char[]>(sizeof h);
-    std::memcpy(envelope->buffer.get(), &h, sizeof h);
-    MPI_Request header = MPI_REQUEST_NULL;
-    rc = PMPI_Isend(envelope->buffer.get(), sizeof h, MPI_BYTE, dest, 0, ctrl_, &header);
-    if (rc == MPI_SUCCESS) progress::inflight().add(header, envelope.release());
-  } else {
-    rc = PMPI_Send(&h, sizeof h, MPI_BYTE, dest, 0, ctrl_);
-  }
-  if (rc != MPI_SUCCESS) {
-    if (r != nullptr) r->finish(MPI_PROC_NULL, MPI_ANY_TAG, rc, 0);
-    return rc;
-  }
-  MPI_Request inner = MPI_REQUEST_NULL;
-  switch (mode) {
-    case SendMode::kSync: rc = PMPI_Issend(buf, count, dtype, dest, h.data_tag, data_, &inner); break;
-    case SendMode::kBuffered: rc = PMPI_Ibsend(buf, count, dtype, dest, h.data_tag, data_, &inner); break;
-    default: rc = PMPI_Isend(buf, count, dtype, dest, h.data_tag, data_, &inner); break;
-  }
-  if (rc != MPI_SUCCESS) {
-    if (r != nullptr) r->finish(MPI_PROC_NULL, MPI_ANY_TAG, rc, 0);
-    return rc;
-  }
-  if (mode == SendMode::kBuffered) {
-    PMPI_Request_free(&inner);  // the attached buffer owns the copy now
-    if (r != nullptr) r->finish(MPI_PROC_NULL, MPI_ANY_TAG, MPI_SUCCESS, 0);
-    return MPI_SUCCESS;
-  }
-  if (r == nullptr) {
-    MPI_Status st;
-    return wait_underlying(&inner, &st, *lock);
-  }
-  r->inner_busy = true;
-  progress::inflight().add(inner, r);
-  return MPI_SUCCESS;
+  bool pending = false;
+  const int rc = link_->send_rendezvous(dest, h, buf, count, dtype, mode,
+                                        r != nullptr ? static_cast<progress::Pending *>(r) : &waiter, &pending);
+  return finish_send(rc, pending);
 }
 
 void P2PComm::detach() {
@@ -560,21 +492,20 @@ void P2PComm::detach() {
   detach_requested_ = false;
   g_receives_pending.fetch_sub(static_cast<long>(receives_waiting_), std::memory_order_relaxed);
   receives_waiting_ = 0;
-  for (Landing *slot : posted_order_) {
-    PMPI_Cancel(&slot->request);
-    PMPI_Request_free(&slot->request);
-  }
-  slots_.clear();
-  posted_order_.clear();
-  parked_.clear();
-  for (const match::BatchItem &a : region_arrivals_) delete reinterpret_cast<Message *>(a.cookie);  // NOLINT
+  // Messages nobody received (erroneous, or cancelled work): reclaim, and
+  // let the transport drop what it keeps for them.
+  const auto drop = [this](Message *m) {
+    if (m->kind == kRendezvous) link_->discard(m->arrival());
+    delete m;  // NOLINT: owned by the matcher or the region list
+  };
+  for (const match::BatchItem &a : region_arrivals_) drop(reinterpret_cast<Message *>(a.cookie));
   region_arrivals_.clear();
   region_receives_.clear();
   if (matcher_) {
     match::Drained left = matcher_->drain();
-    // Messages nobody received (erroneous, or cancelled work): reclaim.
-    for (const match::Entry &e : left.unexpected) delete reinterpret_cast<Message *>(e.cookie);  // NOLINT
+    for (const match::Entry &e : left.unexpected) drop(reinterpret_cast<Message *>(e.cookie));
   }
+  link_.reset();
   if (ctrl_ != MPI_COMM_NULL) PMPI_Comm_free(&ctrl_);
   if (data_ != MPI_COMM_NULL) PMPI_Comm_free(&data_);
   // Last: this may drop the final reference.
@@ -590,6 +521,39 @@ void P2PComm::detach() {
 void P2PComm::release_when_idle() {
   freed_ = true;
   if (live_ops_ == 0) detach();
+}
+
+void drain(std::unique_lock<std::mutex> &lock) {
+  using Clock = std::chrono::steady_clock;
+  auto stalled_since = Clock::now();
+  std::uint64_t last[3] = {~0ull, ~0ull, ~0ull};
+  for (;;) {
+    for (auto &c : attached()) c->want_more();
+    while (progress::transport_counts().local > 0 && Clock::now() - stalled_since < kDrainPatience)
+      progress_wait(lock);
+    const progress::TransportCounts c = progress::transport_counts();
+    std::uint64_t mine[3] = {c.sent, c.arrived, c.local}, all[3] = {0, 0, 0};
+    MPI_Request req = MPI_REQUEST_NULL;
+    if (PMPI_Iallreduce(mine, all, 3, MPI_UINT64_T, MPI_SUM, MPI_COMM_WORLD, &req) != MPI_SUCCESS) return;
+    for (int flag = 0; !flag;) {
+      progress_wait(lock);
+      PMPI_Test(&req, &flag, MPI_STATUS_IGNORE);
+    }
+    if (all[0] == all[1] && all[2] == 0) return;
+    // Every rank sees the same sums, so every rank stops in the same round.
+    if (std::equal(all, all + 3, last)) {
+      if (Clock::now() - stalled_since > kDrainPatience) {
+        if (g_config.verbose > 0)
+          std::fprintf(stderr, "[mpix] MPI_Finalize: of %llu messages sent, %llu arrived (the rest went to freed "
+                       "communicators, or nobody received them)\n",
+                       static_cast<unsigned long long>(all[0]), static_cast<unsigned long long>(all[1]));
+        return;
+      }
+    } else {
+      std::copy(all, all + 3, last);
+      stalled_since = Clock::now();
+    }
+  }
 }
 
 void detach_all() {
@@ -608,12 +572,13 @@ bool comm_is_handled(MPI_Comm comm) {
 int progress_poll() {
   liveness_note_poll();
   int n = progress::inflight().poll();
+  n += progress::transport_poll();
   n += gpu_progress();
   auto &comms = attached();
   for (std::size_t i = 0; i < comms.size(); ++i) {
-    n += comms[i]->poll_landings();
+    n += comms[i]->poll_link();
     // One batch per progress step: the receives posted since the last step
-    // against every arrival the landing receives just took in.
+    // against every arrival the transport just handed up.
     if (comms[i]->region_pending()) n += comms[i]->region_progress();
   }
   // Freed communicators whose last operation just ended.
@@ -638,15 +603,6 @@ void progress_wait(std::unique_lock<std::mutex> &lock) {
   // Oversubscribed (more ranks than cores) the peer needs this core.
   if (++idle_polls % kPollsBeforeYield == 0) sched_yield();
   lock.lock();
-}
-
-int wait_underlying(MPI_Request *req, MPI_Status *status, std::unique_lock<std::mutex> &lock) {
-  for (;;) {
-    int flag = 0;
-    const int rc = PMPI_Test(req, &flag, status);
-    if (rc != MPI_SUCCESS || flag) return rc;
-    progress_wait(lock);
-  }
 }
 
 }  // namespace mpix::p2p

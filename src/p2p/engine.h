@@ -21,21 +21,12 @@
 
 namespace mpix::p2p {
 
-// Header of every control message. Eager messages carry the payload after
-// it; rendezvous messages announce a payload that follows on the data shadow
-// under data_tag.
-struct WireHeader {
-  std::int32_t tag;
-  std::uint32_t kind;
-  std::uint64_t bytes;
-  std::int32_t data_tag;
-  std::uint32_t reserved;
-};
-static_assert(sizeof(WireHeader) == 24, "wire header layout");
-
-// kGpuRendezvous*: device data announced by src/p2p/gpu_path.cc (with or
-// without its descriptor after the header).
-enum WireKind : std::uint32_t { kEager = 1, kRendezvous = 2, kGpuRendezvous = 3, kGpuRendezvousBare = 4 };
+// The envelope every transport carries (progress/transport.h).
+using progress::kEager;
+using progress::kGpuRendezvous;
+using progress::kGpuRendezvousBare;
+using progress::kRendezvous;
+using progress::WireHeader;
 
 // An arrived envelope that no receive has taken yet (or taken by Mprobe).
 struct Message {
@@ -44,22 +35,36 @@ struct Message {
   std::uint64_t bytes = 0;
   std::uint32_t kind = kEager;
   int data_tag = 0;
-  const char *payload = nullptr;  // eager: the bytes, in `owned` or a landing buffer
+  std::uint32_t flags = 0;        // progress::kFlagSyncAck
+  std::uint64_t ticket = 0;       // the transport's reference (rendezvous data, sync ack)
+  std::size_t credit = 0;         // given back to the transport when the payload is released
+  const char *payload = nullptr;  // eager: the bytes, in `owned` or the transport's buffer
   std::unique_ptr<char[]> owned;
   std::weak_ptr<class P2PComm> comm;  // for Mrecv of a message taken by Mprobe
   std::unique_ptr<char[]> descriptor;  // unexpected kGpuRendezvous: the sender's GPU descriptor
+
+  // What the transport handed up, for the calls that name the arrival.
+  progress::Arrival arrival() const {
+    progress::Arrival a;
+    a.source = source;
+    a.h = WireHeader{tag, kind, bytes, data_tag, flags};
+    a.ticket = ticket;
+    a.credit = credit;
+    return a;
+  }
 };
 
-class P2PComm final : public CommState, public std::enable_shared_from_this<P2PComm> {
+class P2PComm final : public CommState, public progress::ArrivalSink, public std::enable_shared_from_this<P2PComm> {
  public:
   // A communicator whose assertions are only recorded (MPI_Comm_set_info):
   // the MPI library keeps matching it.
   explicit P2PComm(const Hints &hints);
   ~P2PComm() override;
 
-  // Makes comm handled: shadow communicators (collective over comm) and
-  // landing receives. wildcards: whether receives may use them at all.
-  int attach(MPI_Comm comm, bool wildcards);
+  // Makes comm handled: shadow communicators and the transport's link
+  // (collective over comm; lock: the engine lock, held on return, released
+  // during the collectives). wildcards: whether receives may use them.
+  int attach(MPI_Comm comm, bool wildcards, std::unique_lock<std::mutex> &lock);
 
   const Hints &hints() const { return hints_; }
   void add_hints(const Hints &h) { hints_ = hints_.merged(h); }
@@ -120,16 +125,19 @@ class P2PComm final : public CommState, public std::enable_shared_from_this<P2PC
   }
   bool detach_requested() const { return detach_requested_; }
 
-  // Takes the landing receives that completed, in posting order. Only the
-  // oldest one needs testing: MPI fills ANY_SOURCE receives in the order
-  // they were posted, and handling them in that order keeps each sender's
-  // messages in sending order even when a later slot completes first.
-  // Returns the number of messages taken in.
-  int poll_landings();
+  // The link's own polling (the pmpi transport's landing receives).
+  int poll_link() { return link_ ? link_->poll() : 0; }
+  // Lets held-back messages in (MPI_Finalize's drain).
+  void want_more() {
+    if (link_) link_->want_more();
+  }
 
-  // Cancels landing receives and frees the shadow communicators. Never from
-  // a completion callback: the landing receives being torn down may be the
-  // ones whose callbacks are running.
+  // progress::ArrivalSink: an envelope from the transport.
+  void arrived(const progress::Arrival &a) override;
+  bool receive_waiting() const override { return receives_waiting_ > 0; }
+
+  // Closes the link and frees the shadow communicators. Never from a
+  // completion callback: the link being torn down may be running it.
   void detach();
   // MPI_Comm_free: detach now, or once the last running operation ends.
   void release_when_idle();
@@ -137,18 +145,9 @@ class P2PComm final : public CommState, public std::enable_shared_from_this<P2PC
  private:
   friend struct GpuAccess;  // gpu_path.cc: the channels and transmit()
 
-  struct Landing {
-    std::unique_ptr<char[]> buffer;
-    MPI_Request request = MPI_REQUEST_NULL;
-    MPI_Status status{};
-  };
-
-  void post_landing(Landing *slot);
   void receive_queued();
   void receive_unqueued();
   void unexpected_consumed(const Message &m);
-  void unpark();
-  void on_arrival(Landing *slot);
   std::uint64_t capacity_bytes(const Request *r) const;
   // Eager or rendezvous send; r == nullptr for blocking sends (lock given).
   int transmit(const void *buf, int count, MPI_Datatype dtype, int dest, int tag, SendMode mode, Request *r,
@@ -162,17 +161,13 @@ class P2PComm final : public CommState, public std::enable_shared_from_this<P2PC
   int rank_ = 0;
   int size_ = 0;
   std::unique_ptr<match::Matcher> matcher_;
-  std::vector<std::unique_ptr<Landing>> slots_;
-  std::deque<Landing *> posted_order_;  // landing receives in posting order
-  std::vector<Landing *> parked_;       // not reposted: back-pressure
-  std::size_t unexpected_bytes_ = 0;
+  std::unique_ptr<progress::Link> link_;
   std::size_t receives_waiting_ = 0;    // posted receives queued in the matcher
   std::vector<std::uint32_t> next_data_tag_;
   int data_tag_limit_ = 32767;
   int live_ops_ = 0;
   bool freed_ = false;
   bool detach_requested_ = false;
-  std::vector<char> send_scratch_;
   // Region entries not matched yet (cookies: Message*, Request*), in order.
   std::vector<match::BatchItem> region_arrivals_;
   std::vector<match::BatchItem> region_receives_;
@@ -184,6 +179,10 @@ class P2PComm final : public CommState, public std::enable_shared_from_this<P2PC
   void keep_unexpected(Message &m);
 };
 
+// MPI_Finalize, before requests go: progresses until no message is on its
+// way anywhere (collective over MPI_COMM_WORLD), so that freed requests,
+// buffered sends and the receives that wait for them finish.
+void drain(std::unique_lock<std::mutex> &lock);
 // Detaches every handled communicator (MPI_Finalize).
 void detach_all();
 
@@ -205,8 +204,6 @@ std::mutex &engine_mutex();
 // Whether any posted receive waits in a matcher (no lock needed).
 bool receives_pending();
 
-// Waits for an underlying PMPI request while progressing the engine.
-int wait_underlying(MPI_Request *req, MPI_Status *status, std::unique_lock<std::mutex> &lock);
 
 // Tunables, read at MPI_Init.
 struct P2PConfig {
@@ -216,6 +213,7 @@ struct P2PConfig {
   // the MPI library underneath (whose own flow control then applies), unless
   // a posted receive is still waiting for one.
   std::size_t unexpected_limit = std::size_t{64} << 20;
+  int verbose = 0;  // MPIX_VERBOSE
 };
 const P2PConfig &p2p_config();
 void p2p_configure(const P2PConfig &c);

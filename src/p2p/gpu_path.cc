@@ -35,6 +35,16 @@ struct GpuAccess {
                       Request *r, std::unique_lock<std::mutex> *lock) {
     return c.transmit(buf, count, dtype, dest, tag, mode, r, lock);
   }
+  // The envelope of a GPU rendezvous, in order with the communicator's
+  // other messages (the transport's), descriptor after it.
+  static int send_envelope(P2PComm &c, int dest, const WireHeader &h, const void *descriptor, std::size_t n) {
+    bool pending = false;
+    return c.link_->send_eager(dest, h, descriptor, n, nullptr, &pending);
+  }
+  // A host rendezvous's payload, received as packed bytes.
+  static int pull(P2PComm &c, const Message &m, void *into, std::size_t bytes, progress::Pending *done) {
+    return c.link_->pull(m.arrival(), into, static_cast<int>(bytes), MPI_PACKED, done);
+  }
 };
 
 namespace {
@@ -533,9 +543,10 @@ int g_open_device = 0;
 
 int ipc_open_key(const IpcKey &k, void **ptr) { return device::ipc_open(k.handle, g_open_device, ptr); }
 
-// The sender's side of a GPU rendezvous.
+// The sender's side of a GPU rendezvous: complete once the receiver
+// answered, after its match, so it serves every send mode but buffered.
 int gpu_rendezvous(P2PComm &c, const void *buf, int count, MPI_Datatype dtype, const Layout &l, int dest, int tag,
-                   SendMode mode, Request *r, std::unique_lock<std::mutex> *lock) {
+                   Request *r, std::unique_lock<std::mutex> *lock) {
   auto op = std::make_unique<SendOp>();
   op->comm = c.shared_from_this();
   op->dest = dest;
@@ -577,9 +588,7 @@ int gpu_rendezvous(P2PComm &c, const void *buf, int count, MPI_Datatype dtype, c
   MPI_Request req = MPI_REQUEST_NULL;
   int rc = PMPI_Irecv(&op->reply, sizeof op->reply, MPI_BYTE, dest, reply_tag(op->data_tag), GpuAccess::ctrl(c), &req);
   if (rc == MPI_SUCCESS) {
-    const int n = static_cast<int>(with_descriptor ? sizeof env : sizeof env.h);
-    rc = mode == SendMode::kBuffered ? PMPI_Bsend(&env, n, MPI_BYTE, dest, 0, GpuAccess::ctrl(c))
-                                     : PMPI_Send(&env, n, MPI_BYTE, dest, 0, GpuAccess::ctrl(c));
+    rc = GpuAccess::send_envelope(c, dest, env.h, &env.rts, with_descriptor ? sizeof env.rts : 0);
     if (rc != MPI_SUCCESS) {
       PMPI_Cancel(&req);
       PMPI_Request_free(&req);
@@ -686,7 +695,7 @@ bool gpu_transmit(P2PComm &c, const void *buf, int count, MPI_Datatype dtype, in
   if ((bytes <= eager && mode != SendMode::kSync) || mode == SendMode::kBuffered)
     *rc = gpu_eager(c, buf, count, dtype, l, dest, tag, mode, r, lock);
   else
-    *rc = gpu_rendezvous(c, buf, count, dtype, l, dest, tag, mode, r, lock);
+    *rc = gpu_rendezvous(c, buf, count, dtype, l, dest, tag, r, lock);
   return true;
 }
 
@@ -746,18 +755,15 @@ bool gpu_deliver(P2PComm &c, Request *r, Message &m) {
     op->mode = RecvOp::kHostRendezvous;
     if (!op->packed) op->packed = std::make_unique<char[]>(op->bytes);
     ++g_stats.host_rendezvous;
-    MPI_Request req = MPI_REQUEST_NULL;
-    const int rc = PMPI_Irecv(op->packed.get(), static_cast<int>(op->bytes), MPI_PACKED, m.source, m.data_tag,
-                              GpuAccess::data(c), &req);
+    RecvOp *raw = op.get();
+    const int rc = GpuAccess::pull(c, m, raw->packed.get(), raw->bytes, static_cast<progress::Pending *>(raw));
     if (rc != MPI_SUCCESS) {
       r->inner_busy = false;
       r->finish(m.source, m.tag, rc, 0);
       return true;
     }
-    RecvOp *raw = op.get();
     op->outstanding = 1;
     adopt(std::move(op));
-    progress::inflight().add(req, static_cast<progress::Pending *>(raw));
     return true;
   }
 

@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "engine.h"
+#include "progress/transport.h"
 
 namespace mpix::p2p {
 namespace {
@@ -40,12 +41,14 @@ void run() {
   State &s = state();
   std::unique_lock<std::mutex> lock(s.mutex);
   for (;;) {
-    const bool pending = receives_pending();
+    // A matched transfer of the transport may need this process too (a
+    // rendezvous pulled over a transport that emulates the get).
+    const bool pending = receives_pending() || progress::transport_busy();
     s.cv.wait_for(lock, pending ? std::chrono::duration_cast<std::chrono::microseconds>(kPendingPeriod)
                                 : std::chrono::duration_cast<std::chrono::microseconds>(kIdlePeriod),
                   [&] { return s.stop; });
     if (s.stop) return;
-    if (!receives_pending()) continue;
+    if (!receives_pending() && !progress::transport_busy()) continue;
     const auto since = Clock::duration(now_ticks() - g_last_poll.load(std::memory_order_relaxed));
     if (since < kPendingPeriod) continue;  // the application polls by itself
     lock.unlock();

@@ -16,13 +16,14 @@
 
 #include "match/matcher_types.h"
 #include "progress/inflight.h"
+#include "progress/transport.h"
 
 namespace mpix::p2p {
 
 class P2PComm;
 
 enum class ReqKind : std::uint8_t { kSend, kRecv };
-enum class SendMode : std::uint8_t { kStandard, kSync, kBuffered, kReady };
+using progress::SendMode;
 
 // Told when a request completes, so that a holder of thousands of requests
 // in flight (the device proxy, mpix/device_proxy.cc) learns which finished

@@ -3,8 +3,11 @@
  * posts any receive; rank 0 receives them in reverse tag order (tag 99
  * first), source by source, and checks that each (source, tag) stream comes
  * in order and complete. Then 10000 MPI_Bsend messages of distinct tags
- * received from the highest tag down, and 200 unexpected messages above the
- * eager limit received in reverse tag order. A matching engine with linear
+ * received from the highest tag down, 200 unexpected messages above the
+ * eager limit received in reverse tag order, and 4000 eager-sized (2 KiB)
+ * ones, 8 MB in all: beyond what a receiver holds of one sender's eager
+ * data (MPIX_UNEXPECTED_LIMIT, at most 4 MiB per sender over UCX), so the
+ * transport's back-pressure must act without losing any. A matching engine with linear
  * queues makes the reverse-order receives quadratic; mpix's hashes keep
  * them linear. Env MPIX_TEST_FLOOD_N overrides the 100000. Plain MPI: also
  * runs without mpix. */
@@ -112,6 +115,39 @@ static void flood_medium(MPI_Comm comm, const char *name, int n) {
   free(in);
 }
 
+/* Phase 4: eager-sized messages beyond the receiver's limits. */
+#define MID 512 /* ints */
+static void flood_mid(MPI_Comm comm, const char *name, int n) {
+  if (rank != 0) {
+    int *out = malloc((size_t)n * MID * sizeof(int));
+    MPI_Request *reqs = malloc(n * sizeof(MPI_Request));
+    for (int i = 0; i < n; i++) {
+      for (int k = 0; k < MID; k++) out[(size_t)i * MID + k] = rank * 3 + i * 5 + k;
+      MPI_Isend(out + (size_t)i * MID, MID, MPI_INT, 0, i % 7, comm, &reqs[i]);
+    }
+    MPI_Barrier(comm);
+    MPI_Waitall(n, reqs, MPI_STATUSES_IGNORE);
+    free(out);
+    free(reqs);
+    return;
+  }
+  MPI_Barrier(comm);
+  int *in = malloc(MID * sizeof(int));
+  long bad = 0;
+  for (int tag = 6; tag >= 0; tag--)
+    for (int s = 1; s < size; s++)
+      for (int i = tag; i < n; i += 7) {
+        MPI_Recv(in, MID, MPI_INT, s, tag, comm, MPI_STATUS_IGNORE);
+        for (int k = 0; k < MID; k++)
+          if (in[k] != s * 3 + i * 5 + k) {
+            if (bad++ < 5) MTEST_CHECK(0, "mid flood on %s: message %d from %d, element %d wrong", name, i, s, k);
+            break;
+          }
+      }
+  MTEST_CHECK(bad == 0, "mid flood on %s: %ld messages wrong", name, bad);
+  free(in);
+}
+
 int main(int argc, char **argv) {
   MPI_Init(&argc, &argv);
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
@@ -133,6 +169,7 @@ int main(int argc, char **argv) {
   flood_small(nw, "MPIX_Comm_dup_nowildcard", n / (size - 1), 100);
   flood_bsend(nw, "MPIX_Comm_dup_nowildcard", nb / (size - 1));
   flood_medium(info_dup, "dup_with_info(no_any_source,no_any_tag)", 200 / (size - 1));
+  flood_mid(nw, "MPIX_Comm_dup_nowildcard", n / 25 / (size - 1));
   flood_small(MPI_COMM_WORLD, "MPI_COMM_WORLD", n / 20 / (size - 1), 10);
 
   MPI_Comm_free(&nw);

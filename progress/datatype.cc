@@ -2,7 +2,7 @@
 
 #include <cstdint>
 
-namespace mpix::p2p {
+namespace mpix::progress {
 
 namespace {
 
@@ -49,4 +49,4 @@ int unpack_bytes(const void *in, int in_bytes, void *buf, int count, MPI_Datatyp
   return PMPI_Unpack(in, in_bytes, &position, BottomView::base(), 1, view.type(), comm);
 }
 
-}  // namespace mpix::p2p
+}  // namespace mpix::progress

@@ -1,0 +1,91 @@
+// What the point-to-point layer and its transports need to know about a
+// datatype.
+#ifndef MPIX_PROGRESS_DATATYPE_H
+#define MPIX_PROGRESS_DATATYPE_H
+
+#include <mpi.h>
+
+namespace mpix::progress {
+
+struct Layout {
+  MPI_Count bytes = 0;      // count elements, packed
+  MPI_Count type_size = 0;  // one element, packed
+  MPI_Aint true_lb = 0;     // where the data starts relative to buf
+  bool contiguous = false;  // count elements are one block of `bytes` at buf + true_lb
+};
+
+// Whether one element of type is its predefined elements back to back in
+// typemap order. A true extent equal to the size is not enough: a struct
+// may list its blocks in another order than memory holds them.
+inline bool dense_in_order(MPI_Datatype type) {
+  int ni = 0, na = 0, nd = 0, combiner = MPI_COMBINER_NAMED;
+  PMPI_Type_get_envelope(type, &ni, &na, &nd, &combiner);
+  if (combiner == MPI_COMBINER_NAMED) return true;
+  if ((combiner != MPI_COMBINER_CONTIGUOUS && combiner != MPI_COMBINER_DUP) || nd != 1 || ni > 1 || na != 0)
+    return false;
+  int ints[1] = {0};
+  MPI_Aint addrs[1] = {0};
+  MPI_Datatype inner = MPI_DATATYPE_NULL;
+  PMPI_Type_get_contents(type, ni, na, nd, ints, addrs, &inner);
+  const bool dense = dense_in_order(inner);
+  int inner_combiner = MPI_COMBINER_NAMED;
+  PMPI_Type_get_envelope(inner, &ni, &na, &nd, &inner_combiner);
+  if (inner_combiner != MPI_COMBINER_NAMED) PMPI_Type_free(&inner);
+  return dense;
+}
+
+// The predefined types most messages use, with their sizes: their layout
+// needs no MPI call on the latency path (sizes are fixed by the C types).
+inline int common_type_size(MPI_Datatype type) {
+  struct Known {
+    MPI_Datatype type;
+    int size;
+  };
+  static const Known known[] = {
+      {MPI_BYTE, 1},           {MPI_CHAR, 1},          {MPI_INT, sizeof(int)},
+      {MPI_DOUBLE, sizeof(double)}, {MPI_FLOAT, sizeof(float)}, {MPI_LONG, sizeof(long)},
+      {MPI_UNSIGNED, sizeof(unsigned)}, {MPI_LONG_LONG, sizeof(long long)},
+      {MPI_UNSIGNED_CHAR, 1},  {MPI_UINT64_T, 8},      {MPI_INT64_T, 8},
+  };
+  for (const Known &k : known)
+    if (k.type == type) return k.size;
+  return -1;
+}
+
+inline Layout layout_of(MPI_Datatype type, MPI_Count count) {
+  Layout l;
+  if (const int size = common_type_size(type); size > 0) {
+    l.type_size = size;
+    l.bytes = size * count;
+    l.contiguous = true;
+    return l;
+  }
+  PMPI_Type_size_x(type, &l.type_size);
+  l.bytes = l.type_size * count;
+  MPI_Count true_lb = 0, true_extent = 0, lb = 0, extent = 0;
+  PMPI_Type_get_true_extent_x(type, &true_lb, &true_extent);
+  PMPI_Type_get_extent_x(type, &lb, &extent);
+  l.true_lb = static_cast<MPI_Aint>(true_lb);
+  // One element is dense when its true extent is its size; count elements
+  // stay dense when the stride (extent) adds no gap either.
+  l.contiguous =
+      true_extent == l.type_size && (count <= 1 || extent == l.type_size) && dense_in_order(type);
+  return l;
+}
+
+// Predefined types need no reference; derived ones may be freed by the
+// application while an operation on them is pending (MPI allows it).
+inline bool is_derived(MPI_Datatype type) {
+  int ni = 0, na = 0, nd = 0, combiner = MPI_COMBINER_NAMED;
+  PMPI_Type_get_envelope(type, &ni, &na, &nd, &combiner);
+  return combiner != MPI_COMBINER_NAMED;
+}
+
+// MPI_Pack/MPI_Unpack of count elements at buf (NULL: MPI_BOTTOM) to or
+// from a packed byte buffer; MPI error code.
+int pack_bytes(const void *buf, int count, MPI_Datatype dtype, void *out, int out_bytes, MPI_Comm comm);
+int unpack_bytes(const void *in, int in_bytes, void *buf, int count, MPI_Datatype dtype, MPI_Comm comm);
+
+}  // namespace mpix::progress
+
+#endif

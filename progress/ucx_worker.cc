@@ -1,0 +1,409 @@
+#include "ucx_worker.h"
+
+#include <sched.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+
+#include "ucx_link.h"
+
+namespace mpix::progress::ucx {
+namespace {
+
+Worker *g_worker = nullptr;
+
+// A window never smaller than a few eager messages (else eager could never
+// go) and never larger than this: beyond it a receiver holds memory for a
+// sender that outruns it without any gain in rate.
+constexpr std::size_t kMaxWindow = std::size_t{4} << 20;
+
+// How long after UCX last did something the liveness thread keeps polling
+// (Worker::busy).
+constexpr auto kLinger = std::chrono::milliseconds(50);
+
+void send_done(void *request, ucs_status_t status, void *user_data) {
+  auto *op = static_cast<Op *>(user_data);
+  ucp_request_free(request);
+  op->request = nullptr;
+  g_worker->untrack(op);
+  op->complete(status, 0);
+}
+
+// A control message that could not go at once.
+class ControlOp final : public Op {
+ public:
+  explicit ControlOp(const Control &c) : control(c) {}
+  void complete(ucs_status_t status, std::size_t) override {
+    if (status != UCS_OK && status != UCS_ERR_CANCELED) mpi_error(status, "control message");
+    delete this;  // NOLINT: self-owned while in flight
+  }
+  void abandon() override {}
+  Control control;
+};
+
+}  // namespace
+
+Worker *worker() { return g_worker; }
+
+int mpi_error(ucs_status_t status, const char *what) {
+  if (status == UCS_OK) return MPI_SUCCESS;
+  if (status == UCS_ERR_MESSAGE_TRUNCATED) return MPI_ERR_TRUNCATE;
+  std::fprintf(stderr, "[mpix] UCX transport: %s failed: %s\n", what, ucs_status_string(status));
+  return MPI_ERR_OTHER;
+}
+
+MPI_Status make_status(int error, std::size_t bytes) {
+  MPI_Status st{};
+  st.MPI_SOURCE = MPI_ANY_SOURCE;
+  st.MPI_TAG = MPI_ANY_TAG;
+  st.MPI_ERROR = error;
+  PMPI_Status_set_elements_x(&st, MPI_BYTE, static_cast<MPI_Count>(bytes));
+  return st;
+}
+
+bool Worker::start(const TransportConfig &config, char *why, std::size_t why_len) {
+  config_ = config;
+  int size = 1;
+  PMPI_Comm_rank(MPI_COMM_WORLD, &world_rank_);
+  PMPI_Comm_size(MPI_COMM_WORLD, &size);
+  peers_.resize(static_cast<std::size_t>(size));
+
+  ucp_config_t *ucp_config = nullptr;
+  // UCX_* settings apply as for the MPI library; MPIX_UCX_* override them
+  // for mpix alone (e.g. MPIX_UCX_TLS=tcp,self: the network path on one host).
+  ucs_status_t st = ucp_config_read("MPIX", nullptr, &ucp_config);
+  if (st != UCS_OK) {
+    std::snprintf(why, why_len, "ucp_config_read: %s", ucs_status_string(st));
+    return false;
+  }
+  ucp_params_t params{};
+  params.field_mask = UCP_PARAM_FIELD_FEATURES;
+  params.features = UCP_FEATURE_AM;
+  st = ucp_init(&params, ucp_config, &context_);
+  ucp_config_release(ucp_config);
+  if (st != UCS_OK) {
+    std::snprintf(why, why_len, "ucp_init: %s", ucs_status_string(st));
+    return false;
+  }
+  // Every call into UCX happens under the engine lock, from whichever
+  // thread holds it.
+  ucp_worker_params_t wparams{};
+  wparams.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
+  wparams.thread_mode = UCS_THREAD_MODE_SERIALIZED;
+  st = ucp_worker_create(context_, &wparams, &worker_);
+  if (st != UCS_OK) {
+    std::snprintf(why, why_len, "ucp_worker_create: %s", ucs_status_string(st));
+    return false;
+  }
+  ucp_worker_attr_t attr{};
+  attr.field_mask = UCP_WORKER_ATTR_FIELD_ADDRESS | UCP_WORKER_ATTR_FIELD_MAX_AM_HEADER;
+  st = ucp_worker_query(worker_, &attr);
+  if (st != UCS_OK) {
+    std::snprintf(why, why_len, "ucp_worker_query: %s", ucs_status_string(st));
+    return false;
+  }
+  address_.assign(reinterpret_cast<const char *>(attr.address), attr.address_length);
+  ucp_worker_release_address(worker_, attr.address);
+  if (attr.max_am_header < sizeof(Envelope)) {
+    std::snprintf(why, why_len, "active-message headers of %zu bytes are too small (need %zu)", attr.max_am_header,
+                  sizeof(Envelope));
+    return false;
+  }
+  ucp_am_handler_param_t handler{};
+  handler.field_mask = UCP_AM_HANDLER_PARAM_FIELD_ID | UCP_AM_HANDLER_PARAM_FIELD_CB |
+                       UCP_AM_HANDLER_PARAM_FIELD_ARG | UCP_AM_HANDLER_PARAM_FIELD_FLAGS;
+  handler.flags = UCP_AM_FLAG_WHOLE_MSG;
+  handler.arg = this;
+  handler.id = kAmMessage;
+  handler.cb = on_message;
+  st = ucp_worker_set_am_recv_handler(worker_, &handler);
+  if (st == UCS_OK) {
+    handler.id = kAmControl;
+    handler.cb = on_control;
+    st = ucp_worker_set_am_recv_handler(worker_, &handler);
+  }
+  if (st != UCS_OK) {
+    std::snprintf(why, why_len, "ucp_worker_set_am_recv_handler: %s", ucs_status_string(st));
+    return false;
+  }
+  const std::size_t senders = size > 1 ? static_cast<std::size_t>(size - 1) : 1;
+  window_ = std::min(config.unexpected_limit / senders, kMaxWindow);
+  window_ = std::max(window_, 2 * (config.eager_limit + kArrivalOverhead));
+  learn(world_rank_, address_, window_);
+  g_worker = this;
+  return true;
+}
+
+Worker::~Worker() {
+  if (g_worker == this) g_worker = nullptr;
+  for (auto &[cookie, op] : acks_)
+    if (live_.count(op) == 0) delete op;  // NOLINT: waiting for an ack that never came
+  acks_.clear();
+  if (worker_ != nullptr) ucp_worker_destroy(worker_);
+  if (context_ != nullptr) ucp_cleanup(context_);
+}
+
+void Worker::learn(int world, std::string address, std::size_t window) {
+  Peer &p = peer(world);
+  if (!p.address.empty()) return;
+  p.address = std::move(address);
+  p.credit = static_cast<std::int64_t>(window);
+}
+
+ucp_ep_h Worker::endpoint(int world) {
+  Peer &p = peer(world);
+  if (p.ep != nullptr || p.address.empty()) return p.ep;
+  ucp_ep_params_t params{};
+  params.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE;
+  params.address = reinterpret_cast<const ucp_address_t *>(p.address.data());
+  params.err_mode = UCP_ERR_HANDLING_MODE_NONE;
+  const ucs_status_t st = ucp_ep_create(worker_, &params, &p.ep);
+  if (st != UCS_OK) {
+    mpi_error(st, "ucp_ep_create");
+    p.ep = nullptr;
+    return nullptr;
+  }
+  ++stats.endpoints;
+  return p.ep;
+}
+
+std::uint32_t Worker::register_link(UcxLink *link) {
+  const std::uint32_t id = next_link_++;
+  links_.emplace(id, link);
+  return id;
+}
+
+void Worker::unregister_link(std::uint32_t id) { links_.erase(id); }
+
+void Worker::complete_later(Op *op, ucs_status_t status, std::size_t length) {
+  completed_.push_back(Done{op, status, length});
+  outstanding_.fetch_add(1, std::memory_order_relaxed);
+}
+
+ucs_status_t Worker::send_am(int world, unsigned id, const void *header, std::size_t header_bytes,
+                             const void *payload, std::size_t bytes, std::uint32_t flags, Op *op) {
+  ucp_ep_h ep = endpoint(world);
+  if (ep == nullptr) return UCS_ERR_UNREACHABLE;
+  ucp_request_param_t p{};
+  p.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
+  p.flags = flags;
+  if (op == nullptr) {
+    p.op_attr_mask |= UCP_OP_ATTR_FLAG_FORCE_IMM_CMPL;
+  } else {
+    p.op_attr_mask |= UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
+    p.cb.send = send_done;
+    p.user_data = op;
+  }
+  const ucs_status_ptr_t r = ucp_am_send_nbx(ep, id, header, header_bytes, payload, bytes, &p);
+  if (r == nullptr) return UCS_OK;
+  if (UCS_PTR_IS_ERR(r)) return UCS_PTR_STATUS(r);
+  op->request = r;
+  track(op);
+  return UCS_INPROGRESS;
+}
+
+std::uint64_t Worker::await_ack(Op *op) {
+  const std::uint64_t cookie = next_cookie_++;
+  acks_.emplace(cookie, op);
+  return cookie;
+}
+
+std::uint32_t Worker::take_owed(int world) {
+  Peer &p = peer(world);
+  const std::size_t give = std::min<std::size_t>(p.owed, UINT32_MAX);
+  p.owed -= give;
+  return static_cast<std::uint32_t>(give);
+}
+
+void Worker::consumed(int world, std::size_t credit) {
+  Peer &p = peer(world);
+  p.owed += credit;
+  // Half a window owed and no message going back to carry it: send it.
+  if (p.owed >= window_ / 2) send_control(world, kCredit, take_owed(world), 0);
+}
+
+void Worker::send_control(int world, ControlKind kind, std::uint32_t credit, std::uint64_t cookie) {
+  if (in_callback_) {
+    defer([this, world, kind, credit, cookie] { send_control(world, kind, credit, cookie); });
+    return;
+  }
+  const Control c{kind, world_rank_, credit, 0, cookie};
+  ucs_status_t st = send_am(world, kAmControl, &c, sizeof c, nullptr, 0, UCP_AM_SEND_FLAG_EAGER, nullptr);
+  if (st == UCS_OK) return;
+  auto op = std::make_unique<ControlOp>(c);
+  st = send_am(world, kAmControl, &op->control, sizeof op->control, nullptr, 0, UCP_AM_SEND_FLAG_EAGER, op.get());
+  if (st == UCS_INPROGRESS) op.release();  // completes (and frees itself) from poll()
+  else if (st != UCS_OK) mpi_error(st, "control message");
+}
+
+ucs_status_t Worker::keep_loopback(unsigned id, const void *header, std::size_t header_length, void *data,
+                                   std::size_t length, bool rndv) {
+  Loopback l{id, std::make_unique<char[]>(header_length), header_length, nullptr, length, rndv ? data : nullptr};
+  std::memcpy(l.header.get(), header, header_length);
+  if (!rndv && length > 0) {
+    l.data = std::make_unique<char[]>(length);
+    std::memcpy(l.data.get(), data, length);
+  }
+  loopback_.push_back(std::move(l));
+  outstanding_.fetch_add(1, std::memory_order_relaxed);
+  return rndv ? UCS_INPROGRESS : UCS_OK;
+}
+
+ucs_status_t Worker::on_message(void *arg, const void *header, std::size_t header_length, void *data,
+                                std::size_t length, const ucp_am_recv_param_t *param) {
+  auto *w = static_cast<Worker *>(arg);
+  const bool rndv = (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) != 0;
+  if (!w->in_callback_) return w->keep_loopback(kAmMessage, header, header_length, data, length, rndv);
+  ++w->stats.arrivals;
+  Envelope e{};
+  if (header_length == sizeof e) std::memcpy(&e, header, sizeof e);
+  if (header_length != sizeof e || e.world < 0 || static_cast<std::size_t>(e.world) >= w->peers_.size()) {
+    std::fprintf(stderr, "[mpix] UCX transport: dropped a malformed message (%zu-byte header)\n", header_length);
+  } else {
+    if (e.credit != 0) w->peer(e.world).credit += e.credit;
+    auto it = w->links_.find(e.link);
+    if (it != w->links_.end()) return it->second->receive(e, data, length, rndv);
+    // The communicator is gone here: the message was sent to a freed
+    // communicator, or after it was freed, with no receive for it.
+    if (w->config_.verbose > 0)
+      std::fprintf(stderr, "[mpix] UCX transport: rank %d dropped a message (tag %d) for a freed communicator\n",
+                   w->world_rank_, e.h.tag);
+  }
+  if (!rndv) return UCS_OK;
+  w->defer([w, data] { ucp_am_data_release(w->worker_, data); });
+  return UCS_INPROGRESS;
+}
+
+ucs_status_t Worker::on_control(void *arg, const void *header, std::size_t header_length, void *data,
+                                std::size_t length, const ucp_am_recv_param_t *) {
+  auto *w = static_cast<Worker *>(arg);
+  if (!w->in_callback_) return w->keep_loopback(kAmControl, header, header_length, data, length, false);
+  Control c{};
+  if (header_length != sizeof c) return UCS_OK;
+  std::memcpy(&c, header, sizeof c);
+  if (c.world < 0 || static_cast<std::size_t>(c.world) >= w->peers_.size()) return UCS_OK;
+  if (c.kind == kCredit) {
+    w->peer(c.world).credit += c.credit;
+  } else if (c.kind == kSyncAck) {
+    auto it = w->acks_.find(c.cookie);
+    if (it == w->acks_.end()) return UCS_OK;
+    Op *op = it->second;
+    w->acks_.erase(it);
+    ++w->stats.sync_acks;
+    op->acknowledged();
+  }
+  return UCS_OK;
+}
+
+bool Worker::busy() const {
+  if (outstanding_.load(std::memory_order_relaxed) > 0) return true;
+  const auto since = std::chrono::steady_clock::now().time_since_epoch().count() -
+                     last_activity_.load(std::memory_order_relaxed);
+  return since < std::chrono::duration_cast<std::chrono::steady_clock::duration>(kLinger).count();
+}
+
+int Worker::poll() {
+  in_callback_ = true;
+  int n = static_cast<int>(ucp_worker_progress(worker_));
+  in_callback_ = false;
+  if (!loopback_.empty()) {
+    // As if they arrived now; handlers then defer UCX calls as usual.
+    std::vector<Loopback> arrived;
+    arrived.swap(loopback_);
+    in_callback_ = true;
+    ucp_am_recv_param_t param{};
+    for (Loopback &l : arrived) {
+      outstanding_.fetch_sub(1, std::memory_order_relaxed);
+      param.recv_attr = l.desc != nullptr ? UCP_AM_RECV_ATTR_FLAG_RNDV : 0;
+      void *data = l.desc != nullptr ? l.desc : l.data.get();
+      const ucs_status_t st = l.id == kAmMessage
+                                  ? on_message(this, l.header.get(), l.header_length, data, l.length, &param)
+                                  : on_control(this, l.header.get(), l.header_length, data, l.length, &param);
+      (void)st;  // rendezvous data stays with UCX until pulled, as from a live handler
+    }
+    in_callback_ = false;
+    n += static_cast<int>(arrived.size());
+  }
+  if (n > 0)
+    last_activity_.store(std::chrono::steady_clock::now().time_since_epoch().count(), std::memory_order_relaxed);
+  while (!deferred_.empty() || !completed_.empty()) {
+    std::vector<std::function<void()>> later;
+    later.swap(deferred_);
+    for (auto &f : later) f();
+    std::vector<Done> done;
+    done.swap(completed_);
+    for (const Done &d : done) {
+      outstanding_.fetch_sub(1, std::memory_order_relaxed);
+      d.op->complete(d.status, d.length);
+    }
+    n += static_cast<int>(later.size() + done.size());
+  }
+  return n;
+}
+
+bool Worker::progress_until(const std::function<bool()> &done, double seconds) {
+  const auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+  unsigned idle = 0;
+  while (!done()) {
+    if (poll() == 0 && ++idle % 64 == 0) sched_yield();
+    if (std::chrono::steady_clock::now() > end) return false;
+  }
+  return true;
+}
+
+void Worker::fence() {
+  MPI_Request req = MPI_REQUEST_NULL;
+  if (PMPI_Ibarrier(MPI_COMM_WORLD, &req) != MPI_SUCCESS) return;
+  int flag = 0;
+  unsigned idle = 0;
+  while (!flag) {
+    if (poll() == 0 && ++idle % 64 == 0) sched_yield();
+    PMPI_Test(&req, &flag, MPI_STATUS_IGNORE);
+  }
+}
+
+TransportCounts Worker::counts() const {
+  TransportCounts c;
+  c.sent = envelopes_sent;
+  c.arrived = stats.arrivals;
+  c.local = deferred_.size() + completed_.size() + loopback_.size();
+  for (Op *op : live_)
+    if (op->local()) ++c.local;
+  return c;
+}
+
+void Worker::abandon() {
+  for (Op *op : live_) op->abandon();
+  for (auto &[cookie, op] : acks_) op->abandon();
+}
+
+void Worker::stop() {
+  for (Op *op : live_)
+    if (op->request != nullptr) ucp_request_cancel(worker_, op->request);
+  progress_until([this] { return live_.empty(); }, 5.0);
+  std::vector<void *> closing;
+  for (Peer &p : peers_) {
+    if (p.ep == nullptr) continue;
+    ucp_request_param_t params{};
+    const ucs_status_ptr_t r = ucp_ep_close_nbx(p.ep, &params);
+    if (UCS_PTR_IS_PTR(r)) closing.push_back(r);
+    p.ep = nullptr;
+  }
+  const auto closed = [&] {
+    for (void *&r : closing) {
+      if (r == nullptr || ucp_request_check_status(r) == UCS_INPROGRESS) continue;
+      ucp_request_free(r);
+      r = nullptr;
+    }
+    for (void *r : closing)
+      if (r != nullptr) return false;
+    return true;
+  };
+  if (!progress_until(closed, 10.0))
+    std::fprintf(stderr, "[mpix] UCX transport: rank %d: endpoints still closing at MPI_Finalize\n", world_rank_);
+  // Peers may still need this worker to close theirs.
+  fence();
+}
+
+}  // namespace mpix::progress::ucx
