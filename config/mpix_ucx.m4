@@ -16,7 +16,10 @@ AC_DEFUN([MPIX_CHECK_UCX], [
     [no], [],
     [yes|check], [],
     [UCX_CPPFLAGS="-isystem $with_ucx/include"
+     # lib64, Debian's multiarch folder (a prefix unpacked from .debs), lib.
      mpix_ucx_libdir="$with_ucx/lib"
+     mpix_multiarch=`$CC -print-multiarch 2>/dev/null`
+     test -n "$mpix_multiarch" && test -d "$with_ucx/lib/$mpix_multiarch" && mpix_ucx_libdir="$with_ucx/lib/$mpix_multiarch"
      test -d "$with_ucx/lib64" && mpix_ucx_libdir="$with_ucx/lib64"
      UCX_LIBS="-L$mpix_ucx_libdir -Wl,-rpath,$mpix_ucx_libdir"])
   AS_IF([test "x$with_ucx" != xno], [

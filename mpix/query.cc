@@ -4,6 +4,7 @@
 
 #include "device/gpu.h"
 #include "mpix.h"
+#include "progress/transport.h"
 #include "src/comm_table.h"
 #include "src/errors.h"
 #include "src/p2p/comms.h"
@@ -26,8 +27,9 @@ int MPIX_Get_library_version(char *version, int *resultlen) {
   PMPI_Get_library_version(mpi, &mpi_len);
   // Only the first line: MPICH's string continues with its configure options.
   if (char *nl = std::strchr(mpi, '\n')) *nl = '\0';
-  const int n = std::snprintf(version, MPIX_MAX_LIBRARY_VERSION_STRING, "mpix %s (cuda: %s) over %s",
-                              MPIX_VERSION_STRING, mpix::gpu::compiled_with_cuda() ? "yes" : "no", mpi);
+  const int n = std::snprintf(version, MPIX_MAX_LIBRARY_VERSION_STRING, "mpix %s (cuda: %s, transports: %s) over %s",
+                              MPIX_VERSION_STRING, mpix::gpu::compiled_with_cuda() ? "yes" : "no",
+                              mpix::progress::transports_built(), mpi);
   *resultlen = n < MPIX_MAX_LIBRARY_VERSION_STRING ? n : MPIX_MAX_LIBRARY_VERSION_STRING - 1;
   return MPI_SUCCESS;
 }

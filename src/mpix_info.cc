@@ -6,6 +6,7 @@
 #include "config.h"
 #include "device/gpu.h"
 #include "mpix.h"
+#include "progress/transport.h"
 
 int main(int argc, char **argv) {
   const bool vars_only = argc > 1 && std::strcmp(argv[1], "-c") == 0;
@@ -18,6 +19,9 @@ int main(int argc, char **argv) {
     int len = 0;
     MPIX_Get_library_version(version, &len);
     std::printf("# %s\n", version);
+    // Which transports this build has; MPIX_TRANSPORT picks one at MPI_Init.
+    std::printf("# transports built: %s (MPIX_TRANSPORT=auto: ucx where UCX starts on every rank, else pmpi)\n",
+                mpix::progress::transports_built());
     const int ngpu = mpix::gpu::device_count();
     std::printf("# GPUs visible: %d\n", ngpu);
     for (int d = 0; d < ngpu; ++d) {

@@ -35,8 +35,13 @@ check-local: all
 	    --skip test/mpi/transport "built without UCX (configure --with-ucx)")
 
 # MPICH's own test suite: natively, under LD_PRELOAD, and its pt2pt tests
-# with every communicator carried by the engine (MPIX_INTERCEPT=all).
+# with every communicator carried by the engine (MPIX_INTERCEPT=all), on the
+# default transport (ucx where built), on ucx over TCP and on pmpi.
 CHECK_MPICH_RUNS = --run preload --run preload:MPIX_INTERCEPT=all@pt2pt
+if HAVE_UCX
+CHECK_MPICH_RUNS += --run preload:MPIX_INTERCEPT=all,MPIX_TRANSPORT=ucx,MPIX_UCX_TLS=tcp,self@pt2pt \
+	--run preload:MPIX_INTERCEPT=all,MPIX_TRANSPORT=pmpi@pt2pt
+endif
 check-mpich: all
 	$(top_srcdir)/test/external/check-mpich.sh --lib $(abs_top_builddir)/src/.libs/libmpix.so $(CHECK_MPICH_RUNS)
 

@@ -42,6 +42,8 @@ Options:
                             preload  LD_PRELOAD=<lib> on every MPI process
                             relink   tests linked with <lib> before libmpi
                        VAR=VAL  extra environment of that run's MPI processes
+                                (a piece without '=' continues the value
+                                before it: MPIX_UCX_TLS=tcp,self)
                        @DIRS    only these directories (relink: pt2pt,comm)
                      e.g. --run preload:MPIX_INTERCEPT=all@pt2pt
   --relink           add the run "relink" (pt2pt and comm linked with -lmpix)
@@ -107,6 +109,17 @@ IFS=, read -r -a dir_list <<<"$dirs"
 
 # Parse the run specs into parallel arrays.
 run_kind=(); run_env=(); run_dirs=(); run_label=()
+# VAR=VAL,VAR=VAL into words; a piece without '=' belongs to the value
+# before it (UCX_TLS=tcp,self).
+split_env() {
+    local piece; env_split=()
+    IFS=, read -r -a pieces <<<"$1"
+    for piece in "${pieces[@]}"; do
+        if [[ $piece != *=* && ${#env_split[@]} -gt 0 ]]; then env_split[-1]+=",$piece"
+        else env_split+=("$piece"); fi
+    done
+}
+
 need_lib=0; relink_dirs=()
 for spec in "${runs[@]}"; do
     body=$spec; rdirs=""
@@ -127,8 +140,8 @@ for spec in "${runs[@]}"; do
         [[ $kind != relink || " ${relink_dirs[*]} " == *" $d "* ]] || relink_dirs+=("$d")
     done
     if [[ -n $renv ]]; then
-        IFS=, read -r -a ev <<<"$renv"
-        for e in "${ev[@]}"; do [[ $e == *=* ]] || die "run '$spec': '$e' is not VAR=VALUE"; done
+        split_env "$renv"
+        for e in "${env_split[@]}"; do [[ $e == *=* ]] || die "run '$spec': '$e' is not VAR=VALUE"; done
     fi
     label=$(tr -c 'A-Za-z0-9_.=+,-' '_' <<<"${spec//[:@]/-}"); label=${label%_}
     [[ " ${run_label[*]} " != *" $label "* ]] || die "run '$spec' given twice"
@@ -372,7 +385,7 @@ for i in "${!run_kind[@]}"; do
     env_words=()
     if [[ $kind != native ]]; then
         env_words=("${global_env[@]}")
-        [[ -z ${run_env[$i]} ]] || { IFS=, read -r -a ev <<<"${run_env[$i]}"; env_words+=("${ev[@]}"); }
+        [[ -z ${run_env[$i]} ]] || { split_env "${run_env[$i]}"; env_words+=("${env_split[@]}"); }
     fi
     [[ $kind != preload ]] || env_words=("LD_PRELOAD=$lib" "${env_words[@]}")
     wrapper=""

@@ -10,11 +10,13 @@
 # Or without building there: `make gpu-bundle` here (the GPU programs and
 # libmpix.so, built against the same Debian MPICH), and carry .gpu-bundle
 # and .gpu-debs only; the stages then run the bundled programs (the tests
-# and gpu-tests stages run the GPU testlist; bench-cpu is skipped).
+# and gpu-tests stages run the GPU testlist; bench-cpu runs the
+# point-to-point benchmarks, built there with mpicc, without bench_match).
 # Stages (default: tests): tests (build, make check, compute-sanitizer),
 # gpu-tests (the same with only the GPU testlist),
-# bench-cpu (matching engine and point-to-point benchmarks, native vs mpix,
-# on this quiet 16-core host), bench-gpu (the GPU benchmarks), bench-match
+# bench-cpu (matching engine and point-to-point benchmarks, native vs mpix
+# per transport, on this quiet 16-core host; MPIX_BENCH_ROWS picks the rows
+# of bench/run_transport_benchmarks.sh), bench-gpu (the GPU benchmarks), bench-match
 # (GPU batch matching against the CPU batch matcher), bench-dev
 # (device-initiated send/recv, bench/bench_dev_p2p), dev-tests (only the
 # dev_* lines of the GPU testlist, with memcheck and racecheck), scaling
@@ -99,7 +101,7 @@ log "configure + build"
 [ -x configure ] || ./autogen.sh
 gtest=--without-gtest
 [ -f /usr/include/gtest/gtest.h ] && gtest=
-./configure --with-cuda $gtest MPIEXEC="$MPIEXEC" \
+./configure --with-cuda --with-ucx=$MP/usr $gtest MPIEXEC="$MPIEXEC" \
   MPI_CPPFLAGS="-isystem $MP/usr/include/x86_64-linux-gnu/mpich" \
   MPI_LIBS="-L$MP/usr/lib/x86_64-linux-gnu -Wl,-rpath,$MP/usr/lib/x86_64-linux-gnu -lmpich" \
   >"$OUT/configure.log" 2>&1 || { tail -n 30 "$OUT/configure.log"; exit 1; }
@@ -148,22 +150,28 @@ fi
 fi
 
 bench_fail=0
-if has_stage bench-cpu && [ $prebuilt = 1 ]; then
-  log "bench-cpu: not in .gpu-bundle (build on the GPU machine to run it)"
-elif has_stage bench-cpu; then
-  log "bench-cpu: matching engine"
-  make bench/bench_match >/dev/null 2>&1
-  timeout 150 bench/bench_match --csv "$OUT/bench_match.csv" >"$OUT/bench_match.txt" 2>&1 || bench_fail=1
-  cat "$OUT/bench_match.txt"
-  log "bench-cpu: point-to-point, native vs mpix"
-  # Debian's mpicc points at /usr; this one at the unpacked prefix.
+if has_stage bench-cpu; then
+  if [ $prebuilt = 1 ]; then
+    log "bench-cpu: matching engine (bench_match) not in .gpu-bundle: skipped"
+  else
+    log "bench-cpu: matching engine"
+    make bench/bench_match >/dev/null 2>&1
+    timeout 150 bench/bench_match --csv "$OUT/bench_match.csv" >"$OUT/bench_match.txt" 2>&1 || bench_fail=1
+    cat "$OUT/bench_match.txt"
+  fi
+  log "bench-cpu: point-to-point per transport, native vs mpix (${MPIX_BENCH_ROWS:-ucx,pmpi,ucx-tcp})"
+  # Debian's mpicc points at /usr; this one at the unpacked prefix. The
+  # benchmarks are plain MPI programs built here: the bundle needs only
+  # libmpix.so.
   printf '#!/bin/sh\nexec gcc "$@" -isystem %s -L%s -Wl,-rpath,%s -lmpich\n' \
     "$MP/usr/include/x86_64-linux-gnu/mpich" "$MP/usr/lib/x86_64-linux-gnu" "$MP/usr/lib/x86_64-linux-gnu" \
     >"$MP/mpicc"
   chmod +x "$MP/mpicc"
-  MPICC="$MP/mpicc" MPIEXEC="$MPIEXEC" timeout 400 bench/run_p2p_benchmarks.sh -o "$OUT/p2p" -R 3 \
-    "$PWD/src/.libs/libmpix.so" >"$OUT/p2p_benchmarks.txt" 2>&1 || bench_fail=1
-  tail -n 80 "$OUT/p2p_benchmarks.txt"
+  lib=$PWD/src/.libs/libmpix.so; [ -e "$lib" ] || lib=$PWD/src/.libs/libmpix.so.0
+  MPICC="$MP/mpicc" MPIEXEC="$MPIEXEC" timeout "${MPIX_BENCH_TIMEOUT:-500}" bench/run_transport_benchmarks.sh \
+    -t "${MPIX_BENCH_ROWS:-ucx,pmpi,ucx-tcp}" -o "$OUT/transports" "$lib" >"$OUT/transport_benchmarks.txt" 2>&1 ||
+    bench_fail=1
+  tail -n 120 "$OUT/transport_benchmarks.txt"
 fi
 if has_stage bench-gpu; then
 mps_start
