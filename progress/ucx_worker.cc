@@ -1,10 +1,15 @@
 #include "ucx_worker.h"
 
 #include <sched.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "ucx_link.h"
 
@@ -21,6 +26,53 @@ constexpr std::size_t kMaxWindow = std::size_t{4} << 20;
 // How long after UCX last did something the liveness thread keeps polling
 // (Worker::busy).
 constexpr auto kLinger = std::chrono::milliseconds(50);
+
+// MPIX_UCX_X=v configures mpix's UCX context as UCX_X=v would, for mpix
+// alone: set in the environment while the context and worker are made (UCX
+// reads its transports' settings from there when the worker opens them),
+// then restored. MPI_Init is single-threaded in practice, which setenv
+// needs. Also UCX's shared-memory receive FIFOs get room
+// for 1024 small messages instead of 64 unless UCX_ or MPIX_UCX_ says
+// otherwise: a sender whose receiver is busy elsewhere goes on without
+// copying (the MPI library's own UCX context keeps its settings).
+class ScopedUcxEnv {
+ public:
+  ScopedUcxEnv() {
+    std::vector<std::pair<std::string, std::string>> wanted;
+    for (char **e = environ; *e != nullptr; ++e) {
+      const std::string kv(*e);
+      const std::size_t eq = kv.find('=');
+      if (kv.rfind("MPIX_UCX_", 0) == 0 && eq != std::string::npos)
+        wanted.emplace_back(kv.substr(5, eq - 5), kv.substr(eq + 1));
+    }
+    for (const char *fifo : {"UCX_POSIX_FIFO_SIZE", "UCX_SYSV_FIFO_SIZE"}) {
+      bool named = std::getenv(fifo) != nullptr;
+      for (const auto &w : wanted) named = named || w.first == fifo;
+      if (!named) wanted.emplace_back(fifo, "1024");
+    }
+    for (const auto &[name, value] : wanted) {
+      const char *old = std::getenv(name.c_str());
+      saved_.push_back(Saved{name, old != nullptr, old != nullptr ? old : ""});
+      setenv(name.c_str(), value.c_str(), 1);
+    }
+  }
+  ~ScopedUcxEnv() {
+    for (auto it = saved_.rbegin(); it != saved_.rend(); ++it) {
+      if (it->had) setenv(it->name.c_str(), it->value.c_str(), 1);
+      else unsetenv(it->name.c_str());
+    }
+  }
+  ScopedUcxEnv(const ScopedUcxEnv &) = delete;
+  ScopedUcxEnv &operator=(const ScopedUcxEnv &) = delete;
+
+ private:
+  struct Saved {
+    std::string name;
+    bool had;
+    std::string value;
+  };
+  std::vector<Saved> saved_;
+};
 
 void send_done(void *request, ucs_status_t status, void *user_data) {
   auto *op = static_cast<Op *>(user_data);
@@ -69,10 +121,11 @@ bool Worker::start(const TransportConfig &config, char *why, std::size_t why_len
   PMPI_Comm_size(MPI_COMM_WORLD, &size);
   peers_.resize(static_cast<std::size_t>(size));
 
-  ucp_config_t *ucp_config = nullptr;
   // UCX_* settings apply as for the MPI library; MPIX_UCX_* override them
   // for mpix alone (e.g. MPIX_UCX_TLS=tcp,self: the network path on one host).
-  ucs_status_t st = ucp_config_read("MPIX", nullptr, &ucp_config);
+  const ScopedUcxEnv env;
+  ucp_config_t *ucp_config = nullptr;
+  ucs_status_t st = ucp_config_read(nullptr, nullptr, &ucp_config);
   if (st != UCS_OK) {
     std::snprintf(why, why_len, "ucp_config_read: %s", ucs_status_string(st));
     return false;
