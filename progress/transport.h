@@ -160,8 +160,9 @@ int link_create(const LinkParams &params, std::unique_lock<std::mutex> &lock, st
 
 // One progress step of the transport (all links): returns events handled.
 int transport_poll();
-// Whether transfers of the transport are in flight (the liveness thread
-// keeps polling while they are: they may need this process to move).
+// Whether transfers of the transport are in flight or it moved something
+// lately (the liveness thread keeps polling while so: a peer may need this
+// process to move). From the liveness thread only, without the engine lock.
 bool transport_busy();
 
 struct TransportStats {

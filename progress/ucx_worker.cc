@@ -349,11 +349,15 @@ ucs_status_t Worker::on_control(void *arg, const void *header, std::size_t heade
   return UCS_OK;
 }
 
-bool Worker::busy() const {
+bool Worker::busy() {
   if (outstanding_.load(std::memory_order_relaxed) > 0) return true;
-  const auto since = std::chrono::steady_clock::now().time_since_epoch().count() -
-                     last_activity_.load(std::memory_order_relaxed);
-  return since < std::chrono::duration_cast<std::chrono::steady_clock::duration>(kLinger).count();
+  const auto now = std::chrono::steady_clock::now();
+  const std::uint64_t activity = activity_.load(std::memory_order_relaxed);
+  if (activity != seen_activity_) {
+    seen_activity_ = activity;
+    activity_changed_ = now;
+  }
+  return now - activity_changed_ < kLinger;
 }
 
 int Worker::poll() {
@@ -378,8 +382,7 @@ int Worker::poll() {
     in_callback_ = false;
     n += static_cast<int>(arrived.size());
   }
-  if (n > 0)
-    last_activity_.store(std::chrono::steady_clock::now().time_since_epoch().count(), std::memory_order_relaxed);
+  if (n > 0) activity_.store(activity_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
   while (!deferred_.empty() || !completed_.empty()) {
     std::vector<std::function<void()>> later;
     later.swap(deferred_);

@@ -37,6 +37,7 @@
 #include <ucp/api/ucp.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -153,13 +154,13 @@ class Worker {
   void send_control(int world, ControlKind kind, std::uint32_t credit, std::uint64_t cookie);
 
   int poll();
-  // Without the engine lock (the liveness thread): operations in flight,
-  // completions not reported yet, or a poll that did something lately.
-  // UCX finishes protocols after our operations completed (a rendezvous
-  // receiver's acknowledgement may wait for room on the wire), and its
-  // peer may be waiting for that while this process blocks in a call mpix
-  // never sees.
-  bool busy() const;
+  // From the liveness thread only, without the engine lock: operations in
+  // flight, completions not reported yet, or a poll that did something
+  // lately. UCX finishes protocols after our operations completed (a
+  // rendezvous receiver's acknowledgement may wait for room on the wire),
+  // and its peer may be waiting for that while this process blocks in a
+  // call mpix never sees.
+  bool busy();
   // MPI_Finalize (transport_counts, transport_abandon).
   TransportCounts counts() const;
   void abandon();
@@ -211,7 +212,11 @@ class Worker {
   std::vector<Done> completed_;
   std::unordered_set<Op *> live_;
   std::atomic<long> outstanding_{0};  // live_ + completed_
-  std::atomic<std::int64_t> last_activity_{0};  // steady_clock ticks of the last poll that did something
+  // Polls that did something (a count: the clock is slow to read on every
+  // poll); busy() notes when it last changed.
+  std::atomic<std::uint64_t> activity_{0};
+  std::uint64_t seen_activity_ = 0;
+  std::chrono::steady_clock::time_point activity_changed_{};
   std::unordered_map<std::uint64_t, Op *> acks_;
   std::uint64_t next_cookie_ = 1;
 };

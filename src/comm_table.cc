@@ -20,6 +20,20 @@ Table &table() {
   return t;
 }
 
+// Every call on a handled communicator looks it up, usually the one the
+// thread looked up last: a per-thread entry, valid while no entry was
+// added or removed since (generation), spares the lock and the hash.
+std::atomic<std::uint64_t> g_generation{1};
+struct LastFound {
+  std::uint64_t generation = 0;
+  std::uintptr_t key = 0;
+  std::shared_ptr<CommState> state;
+};
+thread_local LastFound t_last_found __attribute__((tls_model("initial-exec")));
+
+// Under the write lock, after the map changed.
+void changed() { g_generation.fetch_add(1, std::memory_order_release); }
+
 }  // namespace
 
 std::atomic<int> CommTable::count_{0};
@@ -36,6 +50,7 @@ void CommTable::finalize() {
     std::unique_lock<std::shared_mutex> lock(t.mutex);
     t.map.clear();
     count_.store(0, std::memory_order_relaxed);
+    changed();
   }
   // Attributes still on live communicators now point at nothing; their
   // delete callbacks (run by PMPI_Finalize) find no entry and do nothing.
@@ -44,10 +59,17 @@ void CommTable::finalize() {
 
 std::shared_ptr<CommState> CommTable::find(MPI_Comm comm) {
   if (empty()) return nullptr;
+  const std::uintptr_t key = comm_key(comm);
+  const std::uint64_t generation = g_generation.load(std::memory_order_acquire);
+  LastFound &last = t_last_found;
+  if (last.generation == generation && last.key == key) return last.state;
   Table &t = table();
   std::shared_lock<std::shared_mutex> lock(t.mutex);
-  auto it = t.map.find(comm_key(comm));
-  return it == t.map.end() ? nullptr : it->second;
+  auto it = t.map.find(key);
+  last.state = it == t.map.end() ? nullptr : it->second;
+  last.key = key;
+  last.generation = generation;  // read before the lookup: a change since only forces another
+  return last.state;
 }
 
 int CommTable::insert(MPI_Comm comm, std::shared_ptr<CommState> state) {
@@ -57,6 +79,7 @@ int CommTable::insert(MPI_Comm comm, std::shared_ptr<CommState> state) {
     auto [it, inserted] = t.map.insert_or_assign(comm_key(comm), std::move(state));
     (void)it;
     if (inserted) count_.fetch_add(1, std::memory_order_relaxed);
+    changed();
   }
   // The attribute value is unused: the callback only needs to fire.
   return PMPI_Comm_set_attr(comm, t.keyval, nullptr);
@@ -69,6 +92,7 @@ int CommTable::erase(MPI_Comm comm) {
     std::unique_lock<std::shared_mutex> lock(t.mutex);
     erased = t.map.erase(comm_key(comm)) > 0;
     if (erased) count_.fetch_sub(1, std::memory_order_relaxed);
+    changed();
   }
   if (!erased) return MPI_SUCCESS;
   // Deleting the attribute calls delete_attr, which then finds nothing.
@@ -85,6 +109,7 @@ int CommTable::delete_attr(MPI_Comm comm, int, void *, void *) {
     dying = std::move(it->second);
     t.map.erase(it);
     count_.fetch_sub(1, std::memory_order_relaxed);
+    changed();
   }
   return MPI_SUCCESS;
 }

@@ -19,7 +19,8 @@ namespace mpix {
 
 // What later layers keep per handled communicator (hints, region state,
 // matching engine, ...). Shared ownership: a request in flight keeps the state
-// alive while the communicator is being freed.
+// alive while the communicator is being freed. Its one implementation is
+// p2p::P2PComm (p2p_find casts statically).
 struct CommState {
   virtual ~CommState() = default;
 };

@@ -38,10 +38,18 @@ struct Message {
   std::uint32_t flags = 0;        // progress::kFlagSyncAck
   std::uint64_t ticket = 0;       // the transport's reference (rendezvous data, sync ack)
   std::size_t credit = 0;         // given back to the transport when the payload is released
-  const char *payload = nullptr;  // eager: the bytes, in `owned` or the transport's buffer
+  const char *payload = nullptr;  // eager: the bytes, in `small`, `owned` or the transport's buffer
   std::unique_ptr<char[]> owned;
+  // Unexpected payloads this small are kept here: no allocation of their own.
+  static constexpr std::size_t kSmall = 32;
+  char small[kSmall];
   std::weak_ptr<class P2PComm> comm;  // for Mrecv of a message taken by Mprobe
   std::unique_ptr<char[]> descriptor;  // unexpected kGpuRendezvous: the sender's GPU descriptor
+
+  // From a per-thread cache of freed messages: an unexpected message costs
+  // no allocator call in the steady state (a flood of them did, twice).
+  static void *operator new(std::size_t bytes);
+  static void operator delete(void *p) noexcept;
 
   // What the transport handed up, for the calls that name the arrival.
   progress::Arrival arrival() const {

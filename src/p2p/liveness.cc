@@ -3,6 +3,7 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <cstdint>
 #include <mutex>
 #include <system_error>
 #include <thread>
@@ -33,13 +34,16 @@ State &state() {
   return s;
 }
 
-std::atomic<Clock::rep> g_last_poll{0};
-
-Clock::rep now_ticks() { return Clock::now().time_since_epoch().count(); }
+// Engine polls so far: a count, not a time, since every poll bumps it and
+// reading the clock there cost a tenth of a small message's round trip
+// (clock_gettime is slow on virtual machines). The thread compares it with
+// what it saw one period earlier.
+std::atomic<std::uint64_t> g_polls{0};
 
 void run() {
   State &s = state();
   std::unique_lock<std::mutex> lock(s.mutex);
+  std::uint64_t last_polls = 0;
   for (;;) {
     // A matched transfer of the transport may need this process too (a
     // rendezvous pulled over a transport that emulates the get).
@@ -48,14 +52,18 @@ void run() {
                                 : std::chrono::duration_cast<std::chrono::microseconds>(kIdlePeriod),
                   [&] { return s.stop; });
     if (s.stop) return;
-    if (!receives_pending() && !progress::transport_busy()) continue;
-    const auto since = Clock::duration(now_ticks() - g_last_poll.load(std::memory_order_relaxed));
-    if (since < kPendingPeriod) continue;  // the application polls by itself
+    const std::uint64_t polls = g_polls.load(std::memory_order_relaxed);
+    const bool polled = polls != last_polls;  // the application polls by itself
+    last_polls = polls;
+    if (polled || (!receives_pending() && !progress::transport_busy())) continue;
     lock.unlock();
     {
       // Never wait for the engine: whoever holds it is progressing.
       std::unique_lock<std::mutex> engine(engine_mutex(), std::try_to_lock);
-      if (engine.owns_lock()) progress_poll();
+      if (engine.owns_lock()) {
+        progress_poll();
+        last_polls = g_polls.load(std::memory_order_relaxed);  // not the application's
+      }
     }
     lock.lock();
   }
@@ -90,6 +98,6 @@ void liveness_stop() {
   s.running = false;
 }
 
-void liveness_note_poll() { g_last_poll.store(now_ticks(), std::memory_order_relaxed); }
+void liveness_note_poll() { g_polls.store(g_polls.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed); }
 
 }  // namespace mpix::p2p
