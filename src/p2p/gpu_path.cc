@@ -239,7 +239,9 @@ struct PieceDone final : progress::Pending {
 };
 
 struct Piece {
-  enum State { kIdle, kCopying, kNetwork, kLanded } state = kIdle;
+  // kReady: its bytes are on the host, waiting for the chunks before it to
+  // go out first.
+  enum State { kIdle, kCopying, kReady, kNetwork, kLanded } state = kIdle;
   Op *op = nullptr;
   std::size_t index = 0;
   void *slot = nullptr;
@@ -270,6 +272,7 @@ struct SendOp final : Op, progress::Pending {
   bool staging = false;
   ChunkPlan plan;
   std::size_t next = 0, completed = 0;
+  std::size_t sent_next = 0;  // the chunk that goes out next
   std::vector<std::unique_ptr<Piece>> pieces;
   int error = MPI_SUCCESS;
 
@@ -302,9 +305,29 @@ struct SendOp final : Op, progress::Pending {
     }
   }
 
+  // Chunks go out in index order: the receiver's receives match them in
+  // the order they were posted, which is index order, so a chunk whose
+  // copy finished first must wait (slots are reused, so the pieces' order
+  // in `pieces` is no guide; out of order, a short last chunk met a full
+  // chunk's receive and the transfer failed with MPI_ERR_TRUNCATE).
+  void send_ready() {
+    for (bool sent = true; sent;) {
+      sent = false;
+      for (auto &pp : pieces)
+        if (pp->state == Piece::kReady && pp->index == sent_next) {
+          start_network(*pp);
+          ++sent_next;
+          sent = true;
+        }
+    }
+  }
+
   void start_network(Piece &p) {
     const std::size_t off = plan.offset(p.index), len = plan.length(p.index);
-    const void *from = p.slot != nullptr ? p.slot : static_cast<const void *>(packed.get() + off);
+    // From its pinned slot, the packed copy, or (no slot could be had) zeros.
+    const void *from = p.slot != nullptr ? p.slot
+                       : packed          ? static_cast<const void *>(packed.get() + off)
+                                         : static_cast<const void *>(zeros.data());
     MPI_Request req = MPI_REQUEST_NULL;
     const int rc = PMPI_Isend(from, static_cast<int>(len), MPI_BYTE, dest, data_tag, GpuAccess::data(*comm), &req);
     if (rc != MPI_SUCCESS) {
@@ -319,14 +342,14 @@ struct SendOp final : Op, progress::Pending {
 
   void poll() override {
     if (!staging || finished) return;
-    // Retire landed pieces and advance copies into the network.
+    // Retire landed pieces and advance finished copies.
     for (auto &pp : pieces) {
       Piece &p = *pp;
       if (p.state == Piece::kCopying) {
         const int st = device::event_poll(p.event);
         if (st == 0) continue;
         if (st < 0) error = cuda_error(-st, "copy to host");
-        start_network(p);  // sent even after an error: the receiver expects every chunk
+        p.state = Piece::kReady;  // sent even after an error: the receiver expects every chunk
       }
       if (p.state == Piece::kLanded) {
         if (p.error != MPI_SUCCESS) error = p.error;
@@ -336,6 +359,7 @@ struct SendOp final : Op, progress::Pending {
         ++completed;
       }
     }
+    send_ready();
     // Start new chunks up to the pipeline depth (idle pieces are reused).
     for (auto &pp : pieces) {
       if (next >= plan.count()) break;
@@ -347,45 +371,29 @@ struct SendOp final : Op, progress::Pending {
       pieces.back()->done.piece = pieces.back().get();
       start_piece(*pieces.back());
     }
+    send_ready();
     if (completed == plan.count()) complete(error);
   }
 
   void start_piece(Piece &p) {
     p.index = next++;
     p.error = MPI_SUCCESS;
-    if (packed) {
-      start_network(p);
-      return;
-    }
+    p.state = Piece::kReady;
+    if (packed) return;
     const std::size_t off = plan.offset(p.index), len = plan.length(p.index);
     p.slot = g_send_slots->acquire();
     int err = p.slot == nullptr ? kCudaErrorMemoryAllocation : 0;
     if (!err) err = device::copy_async(p.slot, src + off, len, device, &p.event);
     if (err) {
+      // Sent all the same (zeros without a slot): the receiver expects
+      // every chunk; the error is reported.
       error = cuda_error(err, "copy to host");
-      if (p.slot == nullptr) {
-        // Nothing to send from: the receiver still needs the chunk's bytes.
-        packed_fallback(p);
-        return;
-      }
-      start_network(p);
+      if (p.slot == nullptr) zeros.resize(plan.chunk);
       return;
     }
     p.state = Piece::kCopying;
   }
 
-  // A slot could not be had (pinned memory exhausted): send zeros of the
-  // right length so that both sides stay in step; the error is reported.
-  void packed_fallback(Piece &p) {
-    zeros.resize(plan.chunk);
-    p.slot = nullptr;
-    const std::size_t len = plan.length(p.index);
-    MPI_Request req = MPI_REQUEST_NULL;
-    PMPI_Isend(zeros.data(), static_cast<int>(len), MPI_BYTE, dest, data_tag, GpuAccess::data(*comm), &req);
-    p.state = Piece::kNetwork;
-    ++outstanding;
-    progress::inflight().add(req, &p.done);
-  }
   std::vector<char> zeros;
 };
 
