@@ -651,9 +651,10 @@ void progress_wait(std::unique_lock<std::mutex> &lock) {
     idle_polls = 0;
     return;
   }
+  const bool yield = ++idle_polls % kPollsBeforeYield == 0;
   lock.unlock();
   // Oversubscribed (more ranks than cores) the peer needs this core.
-  if (++idle_polls % kPollsBeforeYield == 0) sched_yield();
+  if (yield) sched_yield();
   lock.lock();
 }
 

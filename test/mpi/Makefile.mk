@@ -48,3 +48,9 @@ test_mpi_dev_proxy_many_SOURCES = test/mpi/dev_proxy_many.c test/mpi/mtest.h
 test_mpi_dev_proxy_many_CFLAGS = $(MPIX_MPI_TEST_CFLAGS)
 test_mpi_dev_proxy_many_LDADD = $(MPIX_MPI_TEST_LDADD) -lpthread
 test_mpi_dev_proxy_many_LDFLAGS = -no-install
+# exit() or MPI_Abort without MPI_Finalize ends with the program's status.
+check_PROGRAMS += test/mpi/exit_nofinalize
+test_mpi_exit_nofinalize_SOURCES = test/mpi/exit_nofinalize.c test/mpi/mtest.h
+test_mpi_exit_nofinalize_CFLAGS = $(MPIX_MPI_TEST_CFLAGS)
+test_mpi_exit_nofinalize_LDADD = $(MPIX_MPI_TEST_LDADD)
+test_mpi_exit_nofinalize_LDFLAGS = -no-install
