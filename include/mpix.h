@@ -31,7 +31,10 @@ extern MPIX_API int MPIX_ERR_WILDCARD;
 extern MPIX_API int MPIX_ERR_REGION;
 /* A device (GPU) buffer passed to a library built without CUDA. */
 extern MPIX_API int MPIX_ERR_NO_CUDA;
-/* A bounded queue is full; retry after progress (nothing was lost). */
+/* Reserved: a bounded queue is full; retry after progress (nothing was
+ * lost). Not raised by this version: full queues make the caller wait
+ * (MPIX_STREAM_QUEUE_DEPTH, the device proxy queue) or, from device code,
+ * return MPIX_DEVICE_ERR_* codes. */
 extern MPIX_API int MPIX_ERR_QUEUE_FULL;
 /* An invalid MPIX_Stream, or a stream (communicator) used wrongly. */
 extern MPIX_API int MPIX_ERR_STREAM;

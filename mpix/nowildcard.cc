@@ -28,14 +28,14 @@ int region(MPI_Comm comm, bool open, const char *func) {
   auto c = p2p::p2p_find(comm);
   if (!c || !c->handled()) return raise_error(comm, Err::kRegionNotHandled, func);
   auto lock = p2p::engine_lock();
-  if (open == c->region_open) {
+  if (open == c->region_open()) {
     lock.unlock();
     return raise_error(comm, open ? Err::kRegionAlreadyOpen : Err::kRegionNotOpen, func);
   }
   // Closing drains: what the region collected is matched (or queued in
   // order) before receives posted after the close can come.
   if (!open) c->region_flush();
-  c->region_open = open;
+  c->set_region_open(open);
   return MPI_SUCCESS;
 }
 

@@ -113,11 +113,12 @@ class Link {
 
 enum class TransportKind { kAuto, kPmpi, kUcx };
 
+// Set at MPI_Init from mpix::Config (defaults: src/config.cc alone).
 struct TransportConfig {
   TransportKind kind = TransportKind::kAuto;
-  std::size_t eager_limit = 8192;
-  std::size_t unexpected_limit = std::size_t{64} << 20;
-  int landing_slots = 16;
+  std::size_t eager_limit = 0;
+  std::size_t unexpected_limit = 0;
+  int landing_slots = 0;
   int verbose = 0;
 };
 

@@ -3,6 +3,7 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <initializer_list>
 
 namespace mpix {
 namespace {
@@ -17,7 +18,7 @@ const ConfigVar kVars[] = {
      "what carries handled communicators' messages: ucx (UCP active messages, rendezvous by UCX; needs the "
      "UCX transport built and usable on every rank), pmpi (the MPI library underneath, a second time), auto "
      "(ucx when usable, else pmpi); an explicitly named transport that cannot start fails MPI_Init"},
-    {"MPIX_EAGER_LIMIT", "8192",
+    {"MPIX_EAGER_LIMIT", "16384",
      "largest message (bytes) sent eagerly with its envelope; larger ones use rendezvous"},
     {"MPIX_LANDING_SLOTS", "16",
      "pre-posted landing receives per handled communicator (each MPIX_EAGER_LIMIT bytes)"},
@@ -44,6 +45,10 @@ const ConfigVar kVars[] = {
     {"MPIX_GPU_CHUNK", "4194304",
      "bytes per chunk of the staged device-data pipeline (and size of each pinned staging buffer)"},
     {"MPIX_GPU_PIPELINE", "4", "chunks of one staged transfer in flight at once (copy/network overlap)"},
+    {"MPIX_GPU_PINNED_SLOTS", "0",
+     "pinned staging buffers (MPIX_GPU_CHUNK bytes each) a rank may allocate per direction; 0: as many as the "
+     "transfers in flight need. Beyond it, or when pinning fails, chunks are staged through pageable memory "
+     "(slower, still correct)"},
     {"MPIX_GPU_IPC_CACHE", "256",
      "peer GPU allocations kept mapped by CUDA IPC (least recently used closed beyond; 0: close after each "
      "transfer). A mapping keeps the sender's freed memory allocated until closed"},
@@ -83,51 +88,85 @@ bool parse_int(const char *s, long lo, long hi, T *out) {
   return true;
 }
 
-void append(char *buf, int len, const char *name, const char *value, const char *expect) {
-  const size_t used = std::strlen(buf);
-  if (static_cast<int>(used) + 1 >= len) return;
-  std::snprintf(buf + used, static_cast<size_t>(len) - used, "%s=\"%s\" is invalid (expected %s)\n", name,
-                value, expect);
-}
-
 // A power of two in [lo, hi] (a value in range is rounded down to one).
-void read_pow2(const char *name, long lo, long hi, long *out, char *errors, int errors_len) {
-  const char *v = std::getenv(name);
-  if (v == nullptr) return;
+bool parse_pow2(const char *s, long lo, long hi, long *out) {
   long x = 0;
-  if (!parse_int(v, lo, hi, &x)) {
-    char expect[64];
-    std::snprintf(expect, sizeof expect, "%ld .. %ld", lo, hi);
-    append(errors, errors_len, name, v, expect);
-    return;
-  }
+  if (!parse_int(s, lo, hi, &x)) return false;
   long p = 1;
   while (p * 2 <= x) p *= 2;
   *out = p;
+  return true;
 }
 
-void read_flag(const char *name, const char *off, const char *on, bool *out, char *errors, int errors_len) {
-  const char *v = std::getenv(name);
-  if (v == nullptr) return;
-  if (std::strcmp(v, on) == 0) *out = true;
-  else if (std::strcmp(v, off) == 0) *out = false;
-  else {
-    char expect[64];
-    std::snprintf(expect, sizeof expect, "%s or %s", off, on);
-    append(errors, errors_len, name, v, expect);
+// One of the words, by index into `values` (same length).
+template <class T>
+bool parse_word(const char *s, std::initializer_list<const char *> words, std::initializer_list<T> values, T *out) {
+  auto v = values.begin();
+  for (const char *w : words) {
+    if (std::strcmp(s, w) == 0) {
+      *out = *v;
+      return true;
+    }
+    ++v;
   }
+  return false;
 }
 
-void read_device(Config &c, char *errors, int errors_len) {
-  read_flag("MPIX_DEVICE_PATH", "auto", "proxy", &c.device_proxy, errors, errors_len);
-  read_pow2("MPIX_DEVICE_TABLE", 1, 1L << 22, &c.device_table, errors, errors_len);
-  read_pow2("MPIX_DEVICE_KEYS", 1, 1L << 26, &c.device_keys, errors, errors_len);
-  read_pow2("MPIX_DEVICE_CHANNELS", 1, 1024, &c.device_channels, errors, errors_len);
-  read_pow2("MPIX_DEVICE_RING", 1, 1L << 16, &c.device_ring, errors, errors_len);
-  read_pow2("MPIX_DEVICE_SLOT_BYTES", 256, 1L << 24, &c.device_slot_bytes, errors, errors_len);
-  read_pow2("MPIX_DEVICE_PROXY_QUEUE", 2, 1L << 20, &c.device_proxy_queue, errors, errors_len);
-  read_pow2("MPIX_DEVICE_PROXY_INLINE", 32, 1L << 16, &c.device_proxy_inline, errors, errors_len);
-  read_flag("MPIX_DEVICE_PROXY_HOSTMEM", "0", "1", &c.device_proxy_hostmem, errors, errors_len);
+class Reader {
+ public:
+  Reader(char *errors, int errors_len) : errors_(errors), len_(errors_len) {
+    if (len_ > 0) errors_[0] = '\0';
+  }
+
+  // Parses the variable's value in force: the environment's, else the
+  // table's default, so that every default lives in kVars alone and what
+  // runs is what is documented. A malformed value is reported and the
+  // default used instead.
+  template <class Parse>
+  void read(const char *name, const char *expect, Parse parse) {
+    const ConfigVar *var = find(name);
+    const char *dflt = var != nullptr ? var->default_value : "";
+    const char *env = std::getenv(name);
+    if (env != nullptr && parse(env)) return;
+    if (env != nullptr) append(name, env, expect, "");
+    // A default that does not parse is mpix's bug; a unit test catches it.
+    if (!parse(dflt)) append(name, dflt, expect, " (built-in default)");
+  }
+
+ private:
+  static const ConfigVar *find(const char *name) {
+    for (const auto &v : kVars)
+      if (std::strcmp(v.name, name) == 0) return &v;
+    return nullptr;
+  }
+
+  void append(const char *name, const char *value, const char *expect, const char *what) {
+    const size_t used = std::strlen(errors_);
+    if (static_cast<int>(used) + 1 >= len_) return;
+    std::snprintf(errors_ + used, static_cast<size_t>(len_) - used, "%s=\"%s\"%s is invalid (expected %s)\n", name,
+                  value, what, expect);
+  }
+
+  char *errors_;
+  int len_;
+};
+
+void read_device(Config &c, Reader &r) {
+  r.read("MPIX_DEVICE_PATH", "auto or proxy",
+         [&](const char *v) { return parse_word(v, {"auto", "proxy"}, {false, true}, &c.device_proxy); });
+  r.read("MPIX_DEVICE_TABLE", "1 .. 2^22", [&](const char *v) { return parse_pow2(v, 1, 1L << 22, &c.device_table); });
+  r.read("MPIX_DEVICE_KEYS", "1 .. 2^26", [&](const char *v) { return parse_pow2(v, 1, 1L << 26, &c.device_keys); });
+  r.read("MPIX_DEVICE_CHANNELS", "1 .. 1024",
+         [&](const char *v) { return parse_pow2(v, 1, 1024, &c.device_channels); });
+  r.read("MPIX_DEVICE_RING", "1 .. 65536", [&](const char *v) { return parse_pow2(v, 1, 1L << 16, &c.device_ring); });
+  r.read("MPIX_DEVICE_SLOT_BYTES", "256 .. 2^24",
+         [&](const char *v) { return parse_pow2(v, 256, 1L << 24, &c.device_slot_bytes); });
+  r.read("MPIX_DEVICE_PROXY_QUEUE", "2 .. 2^20",
+         [&](const char *v) { return parse_pow2(v, 2, 1L << 20, &c.device_proxy_queue); });
+  r.read("MPIX_DEVICE_PROXY_INLINE", "32 .. 65536",
+         [&](const char *v) { return parse_pow2(v, 32, 1L << 16, &c.device_proxy_inline); });
+  r.read("MPIX_DEVICE_PROXY_HOSTMEM", "0 or 1",
+         [&](const char *v) { return parse_word(v, {"0", "1"}, {false, true}, &c.device_proxy_hostmem); });
 }
 
 }  // namespace
@@ -138,69 +177,39 @@ const ConfigVar *config_vars(int *n) {
 }
 
 Config config_from_env(char *errors, int errors_len) {
-  Config c;
-  if (errors_len > 0) errors[0] = '\0';
-  if (const char *v = std::getenv("MPIX_VERBOSE")) {
-    if (!parse_int(v, 0, 2, &c.verbose)) append(errors, errors_len, "MPIX_VERBOSE", v, "0, 1 or 2");
-  }
-  if (const char *v = std::getenv("MPIX_INTERCEPT")) {
-    if (std::strcmp(v, "all") == 0) c.intercept_all = true;
-    else if (std::strcmp(v, "none") != 0) append(errors, errors_len, "MPIX_INTERCEPT", v, "none or all");
-  }
-  if (const char *v = std::getenv("MPIX_TRANSPORT")) {
-    if (std::strcmp(v, "auto") == 0) c.transport = 0;
-    else if (std::strcmp(v, "pmpi") == 0) c.transport = 1;
-    else if (std::strcmp(v, "ucx") == 0) c.transport = 2;
-    else append(errors, errors_len, "MPIX_TRANSPORT", v, "auto, pmpi or ucx");
-  }
-  if (const char *v = std::getenv("MPIX_EAGER_LIMIT")) {
-    if (!parse_int(v, 0, 1L << 26, &c.eager_limit))
-      append(errors, errors_len, "MPIX_EAGER_LIMIT", v, "0 .. 67108864");
-  }
-  if (const char *v = std::getenv("MPIX_LANDING_SLOTS")) {
-    if (!parse_int(v, 1, 4096, &c.landing_slots)) append(errors, errors_len, "MPIX_LANDING_SLOTS", v, "1 .. 4096");
-  }
-  if (const char *v = std::getenv("MPIX_UNEXPECTED_LIMIT")) {
-    if (!parse_int(v, 0, 1L << 40, &c.unexpected_limit))
-      append(errors, errors_len, "MPIX_UNEXPECTED_LIMIT", v, "0 .. 2^40");
-  }
-  if (const char *v = std::getenv("MPIX_PROGRESS_THREAD")) {
-    if (std::strcmp(v, "auto") == 0) c.progress_thread = -1;
-    else if (!parse_int(v, 0, 1, &c.progress_thread))
-      append(errors, errors_len, "MPIX_PROGRESS_THREAD", v, "auto, 0 or 1");
-  }
-  if (const char *v = std::getenv("MPIX_STREAM_QUEUE_DEPTH")) {
-    if (!parse_int(v, 1, 1 << 20, &c.stream_queue_depth))
-      append(errors, errors_len, "MPIX_STREAM_QUEUE_DEPTH", v, "1 .. 1048576");
-  }
-  if (const char *v = std::getenv("MPIX_GPU")) {
-    if (std::strcmp(v, "off") == 0 || std::strcmp(v, "0") == 0) c.gpu = false;
-    else if (std::strcmp(v, "on") != 0 && std::strcmp(v, "1") != 0) append(errors, errors_len, "MPIX_GPU", v, "on or off");
-  }
-  if (const char *v = std::getenv("MPIX_GPU_PATH")) {
-    if (std::strcmp(v, "staging") == 0) c.gpu_force_staging = true;
-    else if (std::strcmp(v, "auto") != 0 && std::strcmp(v, "ipc") != 0)
-      append(errors, errors_len, "MPIX_GPU_PATH", v, "auto, ipc or staging");
-  }
-  if (const char *v = std::getenv("MPIX_GPU_EAGER_LIMIT")) {
-    if (!parse_int(v, 0, 1L << 30, &c.gpu_eager_limit))
-      append(errors, errors_len, "MPIX_GPU_EAGER_LIMIT", v, "0 .. 2^30");
-  }
-  if (const char *v = std::getenv("MPIX_GPU_CHUNK")) {
-    if (!parse_int(v, 4096, 1L << 30, &c.gpu_chunk)) append(errors, errors_len, "MPIX_GPU_CHUNK", v, "4096 .. 2^30");
-  }
-  if (const char *v = std::getenv("MPIX_GPU_PIPELINE")) {
-    if (!parse_int(v, 1, 64, &c.gpu_pipeline)) append(errors, errors_len, "MPIX_GPU_PIPELINE", v, "1 .. 64");
-  }
-  if (const char *v = std::getenv("MPIX_GPU_IPC_CACHE")) {
-    if (!parse_int(v, 0, 1L << 20, &c.gpu_ipc_cache))
-      append(errors, errors_len, "MPIX_GPU_IPC_CACHE", v, "0 .. 1048576");
-  }
-  if (const char *v = std::getenv("MPIX_GPU_MATCH_THRESHOLD")) {
-    if (!parse_int(v, 0, 1L << 32, &c.gpu_match_threshold))
-      append(errors, errors_len, "MPIX_GPU_MATCH_THRESHOLD", v, "0 .. 2^32");
-  }
-  read_device(c, errors, errors_len);
+  Config c{};
+  Reader r(errors, errors_len);
+  r.read("MPIX_VERBOSE", "0, 1 or 2", [&](const char *v) { return parse_int(v, 0, 2, &c.verbose); });
+  r.read("MPIX_INTERCEPT", "none or all",
+         [&](const char *v) { return parse_word(v, {"none", "all"}, {false, true}, &c.intercept_all); });
+  r.read("MPIX_TRANSPORT", "auto, pmpi or ucx",
+         [&](const char *v) { return parse_word(v, {"auto", "pmpi", "ucx"}, {0, 1, 2}, &c.transport); });
+  r.read("MPIX_EAGER_LIMIT", "0 .. 67108864",
+         [&](const char *v) { return parse_int(v, 0, 1L << 26, &c.eager_limit); });
+  r.read("MPIX_LANDING_SLOTS", "1 .. 4096", [&](const char *v) { return parse_int(v, 1, 4096, &c.landing_slots); });
+  r.read("MPIX_UNEXPECTED_LIMIT", "0 .. 2^40",
+         [&](const char *v) { return parse_int(v, 0, 1L << 40, &c.unexpected_limit); });
+  r.read("MPIX_PROGRESS_THREAD", "auto, 0 or 1", [&](const char *v) {
+    return parse_word(v, {"auto", "0", "1"}, {-1, 0, 1}, &c.progress_thread);
+  });
+  r.read("MPIX_STREAM_QUEUE_DEPTH", "1 .. 1048576",
+         [&](const char *v) { return parse_int(v, 1, 1 << 20, &c.stream_queue_depth); });
+  r.read("MPIX_GPU", "on or off",
+         [&](const char *v) { return parse_word(v, {"on", "1", "off", "0"}, {true, true, false, false}, &c.gpu); });
+  r.read("MPIX_GPU_PATH", "auto, ipc or staging", [&](const char *v) {
+    return parse_word(v, {"auto", "ipc", "staging"}, {false, false, true}, &c.gpu_force_staging);
+  });
+  r.read("MPIX_GPU_EAGER_LIMIT", "0 .. 2^30",
+         [&](const char *v) { return parse_int(v, 0, 1L << 30, &c.gpu_eager_limit); });
+  r.read("MPIX_GPU_CHUNK", "4096 .. 2^30", [&](const char *v) { return parse_int(v, 4096, 1L << 30, &c.gpu_chunk); });
+  r.read("MPIX_GPU_PIPELINE", "1 .. 64", [&](const char *v) { return parse_int(v, 1, 64, &c.gpu_pipeline); });
+  r.read("MPIX_GPU_PINNED_SLOTS", "0 .. 1048576",
+         [&](const char *v) { return parse_int(v, 0, 1L << 20, &c.gpu_pinned_slots); });
+  r.read("MPIX_GPU_IPC_CACHE", "0 .. 1048576",
+         [&](const char *v) { return parse_int(v, 0, 1L << 20, &c.gpu_ipc_cache); });
+  r.read("MPIX_GPU_MATCH_THRESHOLD", "0 .. 2^32",
+         [&](const char *v) { return parse_int(v, 0, 1L << 32, &c.gpu_match_threshold); });
+  read_device(c, r);
   return c;
 }
 

@@ -1,13 +1,16 @@
 // MPI_Init, MPI_Init_thread and MPI_Finalize: where the library attaches to
 // and detaches from the MPI library underneath.
 //
-// Thread levels: the progress thread of GPU streams calls MPI concurrently
-// with the application, so it needs MPI_THREAD_MULTIPLE from the MPI library.
-// Asking for it always would put MPICH's locks on every call of every
-// program; mpix asks for it only when GPU streams are possible (or
-// MPIX_PROGRESS_THREAD=1), and the application is still told the level it
-// asked for (MPI_Query_thread agrees). Otherwise GPU streams work only if the
-// application itself asked for MPI_THREAD_MULTIPLE (else MPIX_ERR_NO_THREAD).
+// Thread levels: the liveness thread (MPI's progress rule on mpix's
+// communicators) and the progress thread of GPU streams call MPI
+// concurrently with the application, so they need MPI_THREAD_MULTIPLE from
+// the MPI library. By default (MPIX_PROGRESS_THREAD=auto, or 1) mpix asks
+// for it at every MPI_Init, paying MPICH's locks on every call for a
+// program that keeps its progress guarantees; the application is still told
+// the level it asked for (MPI_Query_thread agrees). With
+// MPIX_PROGRESS_THREAD=0 mpix asks only for what the application asks: GPU
+// streams then work only if that was MPI_THREAD_MULTIPLE (else
+// MPIX_ERR_NO_THREAD), and no liveness thread runs (src/runtime.cc).
 #include <mpi.h>
 
 #include <algorithm>

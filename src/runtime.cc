@@ -66,6 +66,14 @@ void print_statistics(const char *transport, const progress::TransportStats &t) 
                  static_cast<unsigned long long>(t.sync_acks), static_cast<unsigned long long>(t.copied_sends),
                  static_cast<unsigned long long>(t.credit_stalls), static_cast<unsigned long long>(t.out_of_order),
                  static_cast<unsigned long long>(t.endpoints));
+  const p2p::GpuStats g = p2p::gpu_stats();
+  if (g.eager + g.ipc + g.staged + g.host_rendezvous > 0)
+    std::fprintf(stderr,
+                 "[mpix] rank %d: device-buffer sends eager %llu, ipc %llu, staged %llu, host rendezvous %llu; "
+                 "pageable staging chunks %llu\n",
+                 g_runtime.world_rank, static_cast<unsigned long long>(g.eager), static_cast<unsigned long long>(g.ipc),
+                 static_cast<unsigned long long>(g.staged), static_cast<unsigned long long>(g.host_rendezvous),
+                 static_cast<unsigned long long>(g.pageable));
   const p2p::RegionBatchStats s = p2p::region_batch_stats();
   if (s.batches == 0 && s.sequential == 0) return;
   std::fprintf(stderr,
@@ -130,6 +138,7 @@ int runtime_start(int thread_provided, int thread_underlying) {
   gpu_config.chunk = static_cast<std::size_t>(g_runtime.config.gpu_chunk);
   gpu_config.depth = g_runtime.config.gpu_pipeline;
   gpu_config.ipc_cache = static_cast<std::size_t>(g_runtime.config.gpu_ipc_cache);
+  gpu_config.pinned_slots = static_cast<std::size_t>(g_runtime.config.gpu_pinned_slots);
   p2p::gpu_start(gpu_config);
   progress::TransportConfig transport;
   transport.kind = g_runtime.config.transport == 1   ? progress::TransportKind::kPmpi

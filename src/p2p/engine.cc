@@ -114,7 +114,7 @@ void P2PComm::receive_unqueued() {
   g_receives_pending.fetch_sub(1, std::memory_order_relaxed);
 }
 
-P2PComm::P2PComm(const Hints &hints) : hints_(hints) {}
+P2PComm::P2PComm(const Hints &hints) : hint_bits_(hints.bits()) {}
 
 // attached() holds every handled communicator until detach(): by the time
 // the last reference goes, nothing is left to tear down.
@@ -141,7 +141,7 @@ int P2PComm::attach(MPI_Comm comm, bool wildcards, std::unique_lock<std::mutex> 
 
   match::Mode mode = match::Mode::kOrdered;
   if (wildcards) mode = match::Mode::kOrderedWildcard;
-  else if (hints_.allow_overtaking) mode = match::Mode::kUnordered;
+  else if (hints().allow_overtaking) mode = match::Mode::kUnordered;
   matcher_ = std::make_unique<match::Matcher>(mode);
   user_ = comm;
 
@@ -180,7 +180,7 @@ void P2PComm::arrived(const progress::Arrival &a) {
   m->ticket = a.ticket;
   m->credit = a.credit;
   m->payload = a.payload;
-  if (region_open) {
+  if (region_open()) {
     // Matched at the next flush, after the transport's buffer is reused.
     keep_unexpected(*m);
     region_arrivals_.push_back(
@@ -353,9 +353,11 @@ void P2PComm::region_queue_receive(const match::BatchItem &item) {
 }
 
 int P2PComm::check_pattern(int source, int tag) const {
-  const bool region = handled_ && region_open;
-  if (source == MPI_ANY_SOURCE && (hints_.no_any_source || region)) return static_cast<int>(Err::kWildcardSource);
-  if (tag == MPI_ANY_TAG && (hints_.no_any_tag || region)) return static_cast<int>(Err::kWildcardTag);
+  if (source != MPI_ANY_SOURCE && tag != MPI_ANY_TAG) return -1;
+  const bool region = handled_ && region_open();
+  const Hints h = hints();
+  if (source == MPI_ANY_SOURCE && (h.no_any_source || region)) return static_cast<int>(Err::kWildcardSource);
+  if (tag == MPI_ANY_TAG && (h.no_any_tag || region)) return static_cast<int>(Err::kWildcardTag);
   return -1;
 }
 
@@ -369,7 +371,7 @@ int P2PComm::start_recv(Request *r) {
   op_started();
   r->complete = false;
   r->st_cancelled = false;
-  if (region_open) {
+  if (region_open()) {
     // Matched at the next flush (progress, probe or region close); wildcards
     // are refused inside a region (check_pattern), so the key is exact.
     r->queued = true;

@@ -7,6 +7,7 @@
 
 #include <mpi.h>
 
+#include <atomic>
 #include <cstdint>
 #include <deque>
 #include <memory>
@@ -74,14 +75,17 @@ class P2PComm final : public CommState, public progress::ArrivalSink, public std
   // during the collectives). wildcards: whether receives may use them.
   int attach(MPI_Comm comm, bool wildcards, std::unique_lock<std::mutex> &lock);
 
-  const Hints &hints() const { return hints_; }
-  void add_hints(const Hints &h) { hints_ = hints_.merged(h); }
+  // Hints and the region flag are written under the engine lock but read
+  // without it (argument checks before the lock is taken): atomics.
+  Hints hints() const { return Hints::from_bits(hint_bits_.load(std::memory_order_acquire)); }
+  void add_hints(const Hints &h) { hint_bits_.fetch_or(h.bits(), std::memory_order_acq_rel); }
+  bool region_open() const { return region_open_.load(std::memory_order_acquire); }
+  void set_region_open(bool open) { region_open_.store(open, std::memory_order_release); }
   bool handled() const { return handled_; }
   MPI_Comm user() const { return user_; }
   int rank() const { return rank_; }
   int size() const { return size_; }
 
-  bool region_open = false;
 
   // ---- unordered regions: batch matching ----
   // While a region is open, receives and arrivals are collected instead of
@@ -161,7 +165,8 @@ class P2PComm final : public CommState, public progress::ArrivalSink, public std
   int transmit(const void *buf, int count, MPI_Datatype dtype, int dest, int tag, SendMode mode, Request *r,
                std::unique_lock<std::mutex> *lock);
 
-  Hints hints_;
+  std::atomic<unsigned> hint_bits_{0};
+  std::atomic<bool> region_open_{false};
   bool handled_ = false;
   MPI_Comm user_ = MPI_COMM_NULL;
   MPI_Comm ctrl_ = MPI_COMM_NULL;
@@ -213,14 +218,15 @@ std::mutex &engine_mutex();
 bool receives_pending();
 
 
-// Tunables, read at MPI_Init.
+// Tunables, set at MPI_Init from mpix::Config (whose defaults are in
+// src/config.cc alone; these zeros are never used by the library).
 struct P2PConfig {
-  std::size_t eager_limit = 8192;
-  int landing_slots = 16;
+  std::size_t eager_limit = 0;
+  int landing_slots = 0;
   // Unexpected eager bytes mpix holds before it stops pulling messages out of
   // the MPI library underneath (whose own flow control then applies), unless
   // a posted receive is still waiting for one.
-  std::size_t unexpected_limit = std::size_t{64} << 20;
+  std::size_t unexpected_limit = 0;
   int verbose = 0;  // MPIX_VERBOSE
 };
 const P2PConfig &p2p_config();

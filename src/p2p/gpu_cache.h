@@ -199,8 +199,10 @@ class SlotPool {
   using AllocFn = std::function<void *(std::size_t)>;
   using FreeFn = std::function<void(void *)>;
 
-  SlotPool(std::size_t slot_bytes, AllocFn alloc, FreeFn release)
-      : slot_bytes_(slot_bytes), alloc_(std::move(alloc)), free_(std::move(release)) {}
+  // max_slots: how many it may allocate (0: no cap); beyond, acquire()
+  // returns nullptr as when allocation fails.
+  SlotPool(std::size_t slot_bytes, AllocFn alloc, FreeFn release, std::size_t max_slots = 0)
+      : slot_bytes_(slot_bytes), max_slots_(max_slots), alloc_(std::move(alloc)), free_(std::move(release)) {}
   ~SlotPool() { clear(); }
   SlotPool(const SlotPool &) = delete;
   SlotPool &operator=(const SlotPool &) = delete;
@@ -214,6 +216,7 @@ class SlotPool {
       free_slots_.pop_back();
       return p;
     }
+    if (max_slots_ != 0 && all_.size() >= max_slots_) return nullptr;
     void *p = alloc_(slot_bytes_);
     if (p != nullptr) all_.push_back(p);
     return p;
@@ -231,6 +234,7 @@ class SlotPool {
 
  private:
   std::size_t slot_bytes_;
+  std::size_t max_slots_;
   AllocFn alloc_;
   FreeFn free_;
   std::vector<void *> all_;

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <cstdio>
 #include <cstring>
 #include <memory>
@@ -18,6 +19,7 @@
 #include "engine.h"
 #include "gpu_cache.h"
 #include "src/errors.h"
+#include "gpu_tags.h"
 
 namespace mpix::p2p {
 
@@ -27,8 +29,10 @@ struct GpuAccess {
   static MPI_Comm data(const P2PComm &c) { return c.data_; }
   static int next_data_tag(P2PComm &c, int dest) {
     std::uint32_t &next = c.next_data_tag_[static_cast<std::size_t>(dest)];
-    const int t = static_cast<int>(next);
-    next = next >= static_cast<std::uint32_t>(c.data_tag_limit_) ? 0 : next + 1;
+    // The engine's rendezvous shares the counter and may have left it at
+    // tag_ub, which has no reply tag.
+    const int t = static_cast<int>(next) >= c.data_tag_limit_ ? 0 : static_cast<int>(next);
+    next = static_cast<std::uint32_t>(next_gpu_data_tag(t, c.data_tag_limit_));
     return t;
   }
   static int transmit(P2PComm &c, const void *buf, int count, MPI_Datatype dtype, int dest, int tag, SendMode mode,
@@ -121,9 +125,6 @@ std::uint64_t node_identity() {
   return h;
 }
 
-constexpr int kCudaErrorMemoryAllocation = 2;  // cudaErrorMemoryAllocation, for the messages
-
-int reply_tag(int data_tag) { return 1 + data_tag % 2147483646; }
 
 int cuda_error(int err, const char *what) {
   if (err == device::kErrNoCuda) return error_code(Err::kDeviceBufferNoCuda);
@@ -214,7 +215,7 @@ int send_reply(const P2PComm &c, int dest, int data_tag, std::uint32_t mode, std
   s->reply.mode = mode;
   s->reply.chunk = chunk;
   MPI_Request req = MPI_REQUEST_NULL;
-  const int rc = PMPI_Isend(&s->reply, sizeof s->reply, MPI_BYTE, dest, reply_tag(data_tag), GpuAccess::ctrl(c), &req);
+  const int rc = PMPI_Isend(&s->reply, sizeof s->reply, MPI_BYTE, dest, gpu_reply_tag(data_tag), GpuAccess::ctrl(c), &req);
   if (rc == MPI_SUCCESS) progress::inflight().add(req, s.release());
   return rc;
 }
@@ -244,7 +245,9 @@ struct Piece {
   enum State { kIdle, kCopying, kReady, kNetwork, kLanded } state = kIdle;
   Op *op = nullptr;
   std::size_t index = 0;
-  void *slot = nullptr;
+  void *slot = nullptr;         // a pinned slot, or
+  std::vector<char> pageable;   // when none could be had: slower, still correct
+  char *host = nullptr;         // the one of them in use (staged pieces)
   device::CopyEvent event = nullptr;
   PieceDone done;
   int error = MPI_SUCCESS;
@@ -254,6 +257,27 @@ void PieceDone::on_complete(const MPI_Status &st) {
   --piece->op->outstanding;
   if (st.MPI_ERROR != MPI_SUCCESS) piece->error = st.MPI_ERROR;
   piece->state = Piece::kLanded;
+}
+
+// A staged piece's host memory: a pinned slot of the pool, or, when pinned
+// memory runs out (or MPIX_GPU_PINNED_SLOTS caps it), pageable memory of the
+// piece's own, which the copy engine reads and writes too, only slower.
+char *take_host_buffer(SlotPool &pool, Piece &p, std::size_t bytes) {
+  p.slot = pool.acquire();
+  if (p.slot != nullptr) {
+    p.host = static_cast<char *>(p.slot);
+  } else {
+    ++g_stats.pageable;
+    p.pageable.resize(bytes);
+    p.host = p.pageable.data();
+  }
+  return p.host;
+}
+
+void give_back_host_buffer(SlotPool &pool, Piece &p) {
+  if (p.slot != nullptr) pool.release(p.slot);
+  p.slot = nullptr;
+  p.host = nullptr;  // the pageable vector stays for the piece's next chunk
 }
 
 // Sender of a GPU rendezvous.
@@ -324,8 +348,8 @@ struct SendOp final : Op, progress::Pending {
 
   void start_network(Piece &p) {
     const std::size_t off = plan.offset(p.index), len = plan.length(p.index);
-    // From its pinned slot, the packed copy, or (no slot could be had) zeros.
-    const void *from = p.slot != nullptr ? p.slot
+    // From its host buffer, the packed copy, or (the copy failed) zeros.
+    const void *from = p.host != nullptr ? static_cast<const void *>(p.host)
                        : packed          ? static_cast<const void *>(packed.get() + off)
                                          : static_cast<const void *>(zeros.data());
     MPI_Request req = MPI_REQUEST_NULL;
@@ -353,8 +377,7 @@ struct SendOp final : Op, progress::Pending {
       }
       if (p.state == Piece::kLanded) {
         if (p.error != MPI_SUCCESS) error = p.error;
-        if (p.slot != nullptr) g_send_slots->release(p.slot);
-        p.slot = nullptr;
+        give_back_host_buffer(*g_send_slots, p);
         p.state = Piece::kIdle;
         ++completed;
       }
@@ -381,14 +404,14 @@ struct SendOp final : Op, progress::Pending {
     p.state = Piece::kReady;
     if (packed) return;
     const std::size_t off = plan.offset(p.index), len = plan.length(p.index);
-    p.slot = g_send_slots->acquire();
-    int err = p.slot == nullptr ? kCudaErrorMemoryAllocation : 0;
-    if (!err) err = device::copy_async(p.slot, src + off, len, device, &p.event);
+    const int err = device::copy_async(take_host_buffer(*g_send_slots, p, plan.chunk), src + off, len, device,
+                                       &p.event);
     if (err) {
-      // Sent all the same (zeros without a slot): the receiver expects
-      // every chunk; the error is reported.
+      // Sent all the same (zeros): the receiver expects every chunk; the
+      // error is reported.
       error = cuda_error(err, "copy to host");
-      if (p.slot == nullptr) zeros.resize(plan.chunk);
+      give_back_host_buffer(*g_send_slots, p);
+      zeros.resize(plan.chunk);
       return;
     }
     p.state = Piece::kCopying;
@@ -459,10 +482,10 @@ struct RecvOp final : Op, progress::Pending {
     if (mode != kStage) return;
     for (auto &pp : pieces) {
       Piece &p = *pp;
-      if (p.state == Piece::kLanded && p.slot != nullptr && p.event == nullptr) {
-        // Landed in a pinned slot: up to the device, slot freed after.
+      if (p.state == Piece::kLanded && p.host != nullptr && p.event == nullptr) {
+        // Landed in host memory: up to the device, buffer freed after.
         const std::size_t off = plan.offset(p.index), len = plan.length(p.index);
-        const int err = device::copy_async(dst + off, p.slot, len, dst_device, &p.event);
+        const int err = device::copy_async(dst + off, p.host, len, dst_device, &p.event);
         if (err) {
           status = cuda_error(err, "copy to device");
           p.event = nullptr;
@@ -479,8 +502,7 @@ struct RecvOp final : Op, progress::Pending {
       }
       if (p.state == Piece::kLanded) {
         if (p.error != MPI_SUCCESS) status = p.error;
-        if (p.slot != nullptr) g_recv_slots->release(p.slot);
-        p.slot = nullptr;
+        give_back_host_buffer(*g_recv_slots, p);
         p.event = nullptr;
         p.state = Piece::kIdle;
         ++completed;
@@ -507,17 +529,7 @@ struct RecvOp final : Op, progress::Pending {
     char *into = nullptr;
     if (packed) into = packed.get() + off;
     else if (!dst_on_device) into = dst + off;
-    else {
-      p.slot = g_recv_slots->acquire();
-      into = static_cast<char *>(p.slot);
-      if (into == nullptr) {
-        // No pinned memory: land it in pageable scratch, which the copy
-        // can read too (slower, still correct).
-        status = cuda_error(kCudaErrorMemoryAllocation, "pinned staging allocation");
-        scratch.resize(plan.chunk);
-        into = scratch.data();
-      }
-    }
+    else into = take_host_buffer(*g_recv_slots, p, plan.chunk);
     MPI_Request req = MPI_REQUEST_NULL;
     const int rc = PMPI_Irecv(into, static_cast<int>(len), MPI_BYTE, source, data_tag, GpuAccess::data(*comm), &req);
     if (rc != MPI_SUCCESS) {
@@ -529,11 +541,15 @@ struct RecvOp final : Op, progress::Pending {
     ++outstanding;
     progress::inflight().add(req, &p.done);
   }
-  std::vector<char> scratch;
 };
+
+// How many GPU transfers are in flight, for the liveness thread, which
+// reads it without the engine lock.
+std::atomic<std::size_t> g_ops_in_flight{0};
 
 Op *adopt(std::unique_ptr<Op> op) {
   ops().push_back(std::move(op));
+  g_ops_in_flight.store(ops().size(), std::memory_order_relaxed);
   return ops().back().get();
 }
 
@@ -594,7 +610,7 @@ int gpu_rendezvous(P2PComm &c, const void *buf, int count, MPI_Datatype dtype, c
 
   // The answer's receive first, so that it never waits as unexpected.
   MPI_Request req = MPI_REQUEST_NULL;
-  int rc = PMPI_Irecv(&op->reply, sizeof op->reply, MPI_BYTE, dest, reply_tag(op->data_tag), GpuAccess::ctrl(c), &req);
+  int rc = PMPI_Irecv(&op->reply, sizeof op->reply, MPI_BYTE, dest, gpu_reply_tag(op->data_tag), GpuAccess::ctrl(c), &req);
   if (rc == MPI_SUCCESS) {
     rc = GpuAccess::send_envelope(c, dest, env.h, &env.rts, with_descriptor ? sizeof env.rts : 0);
     if (rc != MPI_SUCCESS) {
@@ -662,8 +678,10 @@ void gpu_start(const GpuConfig &config) {
   device::memtype_init(config.enabled);
   g_host = node_identity();
   g_pid = static_cast<std::int32_t>(getpid());
-  g_send_slots = std::make_unique<SlotPool>(g_config.chunk, device::pinned_alloc, device::pinned_free);
-  g_recv_slots = std::make_unique<SlotPool>(g_config.chunk, device::pinned_alloc, device::pinned_free);
+  g_send_slots = std::make_unique<SlotPool>(g_config.chunk, device::pinned_alloc, device::pinned_free,
+                                            g_config.pinned_slots);
+  g_recv_slots = std::make_unique<SlotPool>(g_config.chunk, device::pinned_alloc, device::pinned_free,
+                                            g_config.pinned_slots);
   g_ipc = std::make_unique<IpcCache>(g_config.ipc_cache, ipc_open_key, [](void *p) { device::ipc_close(p); });
 }
 
@@ -671,6 +689,7 @@ void gpu_stop() {
   // Transfers still running at MPI_Finalize are erroneous programs; their
   // state is dropped with the pools.
   ops().clear();
+  g_ops_in_flight.store(0, std::memory_order_relaxed);
   if (g_ipc) g_ipc->clear();
   g_ipc.reset();
   g_send_slots.reset();
@@ -837,7 +856,10 @@ int gpu_progress() {
       ++i;
     }
   }
+  g_ops_in_flight.store(v.size(), std::memory_order_relaxed);
   return events;
 }
+
+bool gpu_busy() { return g_ops_in_flight.load(std::memory_order_relaxed) > 0; }
 
 }  // namespace mpix::p2p

@@ -54,13 +54,15 @@ namespace mpix::p2p {
 class P2PComm;
 struct Message;
 
+// Set at MPI_Init from mpix::Config (defaults: src/config.cc alone).
 struct GpuConfig {
-  bool enabled = true;                        // MPIX_GPU
-  bool force_staging = false;                 // MPIX_GPU_PATH=staging
-  std::size_t eager_limit = 8192;             // MPIX_GPU_EAGER_LIMIT (capped by MPIX_EAGER_LIMIT)
-  std::size_t chunk = std::size_t{4} << 20;   // MPIX_GPU_CHUNK
-  int depth = 4;                              // MPIX_GPU_PIPELINE
-  std::size_t ipc_cache = 256;                // MPIX_GPU_IPC_CACHE
+  bool enabled = false;        // MPIX_GPU
+  bool force_staging = false;  // MPIX_GPU_PATH=staging
+  std::size_t eager_limit = 0;  // MPIX_GPU_EAGER_LIMIT (capped by MPIX_EAGER_LIMIT)
+  std::size_t chunk = 0;        // MPIX_GPU_CHUNK
+  int depth = 0;                // MPIX_GPU_PIPELINE
+  std::size_t ipc_cache = 0;    // MPIX_GPU_IPC_CACHE
+  std::size_t pinned_slots = 0;  // MPIX_GPU_PINNED_SLOTS (0: no cap)
 };
 
 // MPI_Init (after p2p_configure) and MPI_Finalize.
@@ -79,10 +81,15 @@ bool gpu_deliver(P2PComm &c, Request *r, Message &m);
 void gpu_keep_descriptor(Message &m);
 // progress_poll(): advances copies and pipelines; events handled.
 int gpu_progress();
+// Whether GPU transfers are in flight (no lock needed): a matched one still
+// needs this process's progress (the receiver's replies, the sender's
+// chunks), so the liveness thread polls while there are.
+bool gpu_busy();
 
 // Counters (tests, MPIX_VERBOSE): transfers per path.
 struct GpuStats {
   std::uint64_t eager = 0, ipc = 0, staged = 0, host_rendezvous = 0;
+  std::uint64_t pageable = 0;  // staged chunks through pageable memory (no pinned slot)
 };
 GpuStats gpu_stats();
 

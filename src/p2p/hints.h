@@ -13,6 +13,8 @@ struct Hints {
 
   bool any() const { return no_any_source || no_any_tag || allow_overtaking; }
   bool no_wildcards() const { return no_any_source && no_any_tag; }
+  unsigned bits() const { return (no_any_source ? 1u : 0u) | (no_any_tag ? 2u : 0u) | (allow_overtaking ? 4u : 0u); }
+  static Hints from_bits(unsigned b) { return {(b & 1u) != 0, (b & 2u) != 0, (b & 4u) != 0}; }
   Hints merged(const Hints &o) const {
     return {no_any_source || o.no_any_source, no_any_tag || o.no_any_tag, allow_overtaking || o.allow_overtaking};
   }

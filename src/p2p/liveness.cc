@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "engine.h"
+#include "gpu_path.h"
 #include "progress/transport.h"
 
 namespace mpix::p2p {
@@ -47,7 +48,7 @@ void run() {
   for (;;) {
     // A matched transfer of the transport may need this process too (a
     // rendezvous pulled over a transport that emulates the get).
-    const bool pending = receives_pending() || progress::transport_busy();
+    const bool pending = receives_pending() || progress::transport_busy() || gpu_busy();
     s.cv.wait_for(lock, pending ? std::chrono::duration_cast<std::chrono::microseconds>(kPendingPeriod)
                                 : std::chrono::duration_cast<std::chrono::microseconds>(kIdlePeriod),
                   [&] { return s.stop; });
@@ -55,7 +56,7 @@ void run() {
     const std::uint64_t polls = g_polls.load(std::memory_order_relaxed);
     const bool polled = polls != last_polls;  // the application polls by itself
     last_polls = polls;
-    if (polled || (!receives_pending() && !progress::transport_busy())) continue;
+    if (polled || (!receives_pending() && !progress::transport_busy() && !gpu_busy())) continue;
     lock.unlock();
     {
       // Never wait for the engine: whoever holds it is progressing.

@@ -7,8 +7,10 @@
 // barrier; mpix's engine only runs inside mpix's own calls, so without help
 // the sender waits for a header nobody reads while the receiver waits in
 // the barrier. A thread that polls the engine now and then, only while a
-// posted receive waits and the application has not polled recently, closes
-// that gap at the cost of a wakeup every few hundred microseconds.
+// posted receive waits, a transport transfer or a GPU transfer (IPC copy,
+// staged chunks) is in flight, and the application has not polled
+// recently, closes that gap at the cost of a wakeup every few hundred
+// microseconds.
 #ifndef MPIX_SRC_P2P_LIVENESS_H
 #define MPIX_SRC_P2P_LIVENESS_H
 

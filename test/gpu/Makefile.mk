@@ -16,6 +16,15 @@ test_gpu_p2p_device_LDADD = src/libmpix.la $(MPI_LIBS) $(CUDA_LIBS)
 test_gpu_p2p_device_LDFLAGS = -no-install
 test_gpu_p2p_device_LINK = $(LIBTOOL) $(AM_V_lt) --tag=CXX --mode=link $(CXX) $(AM_CXXFLAGS) $(CXXFLAGS) \
 	$(test_gpu_p2p_device_LDFLAGS) $(LDFLAGS) -o $@
+# MPI's progress rule with device buffers (the liveness thread answers for
+# a receiver blocked in a call mpix does not intercept).
+MPIX_GPU_TESTS += test/gpu/progress_device
+check_PROGRAMS += test/gpu/progress_device
+test_gpu_progress_device_SOURCES = test/gpu/progress_device.cu
+test_gpu_progress_device_LDADD = src/libmpix.la $(MPI_LIBS) $(CUDA_LIBS)
+test_gpu_progress_device_LDFLAGS = -no-install
+test_gpu_progress_device_LINK = $(LIBTOOL) $(AM_V_lt) --tag=CXX --mode=link $(CXX) $(AM_CXXFLAGS) $(CXXFLAGS) \
+	$(test_gpu_progress_device_LDFLAGS) $(LDFLAGS) -o $@
 MPIX_TESTLISTS += test/gpu/testlist
 else
 MPIX_TEST_SKIPS += --skip test/gpu "built without CUDA"

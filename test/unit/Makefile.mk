@@ -62,3 +62,15 @@ test_unit_test_dev_proto_CPPFLAGS = $(GTEST_CPPFLAGS) -I$(top_srcdir)/include
 test_unit_test_dev_proto_CXXFLAGS = $(MPIX_CXXFLAGS) $(MPIX_MATCH_SANITIZE)
 test_unit_test_dev_proto_LDFLAGS = $(MPIX_MATCH_SANITIZE)
 test_unit_test_dev_proto_LDADD = $(GTEST_LIBS) -lpthread
+
+# The MPIX_* settings: one table of defaults (src/config.cc) that the code
+# runs with and README.md documents.
+if HAVE_GTEST
+check_PROGRAMS += test/unit/test_config
+MPIX_UNIT_TESTS += test/unit/test_config
+endif
+test_unit_test_config_SOURCES = test/unit/test_config.cc src/config.cc
+test_unit_test_config_CPPFLAGS = $(GTEST_CPPFLAGS) -I$(top_srcdir) -DMPIX_SRCDIR='"$(abs_top_srcdir)"'
+test_unit_test_config_CXXFLAGS = $(MPIX_CXXFLAGS) $(MPIX_MATCH_SANITIZE)
+test_unit_test_config_LDFLAGS = $(MPIX_MATCH_SANITIZE)
+test_unit_test_config_LDADD = $(GTEST_LIBS)

@@ -11,6 +11,7 @@
 
 #include "device/memtype.h"
 #include "p2p/gpu_cache.h"
+#include "p2p/gpu_tags.h"
 
 using mpix::p2p::ChunkPlan;
 using mpix::p2p::IpcCache;
@@ -416,4 +417,50 @@ TEST_F(MemType, OldDriverFallsBackWithoutIpc) {
   EXPECT_EQ(i.kind, mpix::device::MemKind::kDevice);
   EXPECT_EQ(i.device, 1);
   EXPECT_FALSE(i.ipc_capable) << "unknown exportability must take the staging path";
+}
+
+// Every data tag a GPU rendezvous can take has a reply tag within
+// 1 .. MPI_TAG_UB (0 is the eager landing tag), one to one, for the MPI
+// minimum tag_ub and MPICH's.
+TEST(GpuTags, ReplyTagsValidAndDistinct) {
+  for (int tag_ub : {32767, 1 << 20}) {
+    std::vector<char> seen(static_cast<std::size_t>(tag_ub) + 1, 0);
+    int t = 0;
+    for (long i = 0; i < 2L * tag_ub + 5; ++i) {
+      ASSERT_GE(t, 0);
+      ASSERT_LE(t, tag_ub);
+      const int r = mpix::p2p::gpu_reply_tag(t);
+      ASSERT_GE(r, 1) << "data tag " << t;
+      ASSERT_LE(r, tag_ub) << "data tag " << t << " with MPI_TAG_UB " << tag_ub;
+      if (i < tag_ub) {  // one cycle of data tags
+        EXPECT_EQ(seen[static_cast<std::size_t>(r)], 0) << "reply tag " << r << " taken twice";
+        seen[static_cast<std::size_t>(r)] = 1;
+      }
+      t = mpix::p2p::next_gpu_data_tag(t, tag_ub);
+    }
+  }
+}
+
+// A capped pool hands out at most its cap, then nullptr (the caller stages
+// through pageable memory), and reuses what comes back.
+TEST(GpuSlotPool, CapLimitsAllocation) {
+  int allocs = 0;
+  std::vector<std::vector<char>> storage;
+  SlotPool pool(
+      64,
+      [&](std::size_t n) -> void * {
+        ++allocs;
+        storage.emplace_back(n);
+        return storage.back().data();
+      },
+      [](void *) {}, 2);
+  storage.reserve(8);
+  void *a = pool.acquire(), *b = pool.acquire();
+  ASSERT_NE(a, nullptr);
+  ASSERT_NE(b, nullptr);
+  EXPECT_EQ(pool.acquire(), nullptr);
+  EXPECT_EQ(allocs, 2);
+  pool.release(a);
+  EXPECT_EQ(pool.acquire(), a);
+  EXPECT_EQ(allocs, 2);
 }

@@ -9,8 +9,10 @@
  * data (MPIX_UNEXPECTED_LIMIT, at most 4 MiB per sender over UCX), so the
  * transport's back-pressure must act without losing any. A matching engine with linear
  * queues makes the reverse-order receives quadratic; mpix's hashes keep
- * them linear. Env MPIX_TEST_FLOOD_N overrides the 100000. Plain MPI: also
- * runs without mpix. */
+ * them linear. Last, probes (MPI_Probe, MPI_Iprobe, MPI_Mprobe) for the
+ * newest of a flood of distinct tags: messages held back by back-pressure
+ * must reach a probe loop that posts no receive. Env MPIX_TEST_FLOOD_N
+ * overrides the 100000. */
 #include <stdlib.h>
 
 #include "mpix.h"
@@ -148,6 +150,61 @@ static void flood_mid(MPI_Comm comm, const char *name, int n) {
   free(in);
 }
 
+/* Phase 5: probes after a flood. Messages held back by back-pressure
+ * (beyond MPIX_UNEXPECTED_LIMIT over pmpi: left in the MPI library's queue)
+ * must become visible to MPI_Probe, MPI_Iprobe and MPI_Mprobe loops, which
+ * post no receive: rank 0 probes the last message first. */
+#define PRB 128 /* ints */
+static void flood_probe(MPI_Comm comm, const char *name, int n) {
+  if (rank != 0) {
+    int *out = malloc((size_t)n * PRB * sizeof(int));
+    MPI_Request *reqs = malloc(n * sizeof(MPI_Request));
+    for (int i = 0; i < n; i++) {
+      for (int k = 0; k < PRB; k++) out[(size_t)i * PRB + k] = rank * 11 + i * 7 + k;
+      MPI_Isend(out + (size_t)i * PRB, PRB, MPI_INT, 0, i, comm, &reqs[i]);
+    }
+    MPI_Barrier(comm);
+    MPI_Waitall(n, reqs, MPI_STATUSES_IGNORE);
+    free(out);
+    free(reqs);
+    return;
+  }
+  MPI_Barrier(comm);
+  int *in = malloc(PRB * sizeof(int));
+  long bad = 0;
+  for (int i = n - 1; i >= 0; i--)
+    for (int s = 1; s < size; s++) {
+      MPI_Status st;
+      int count = -1;
+      if (i % 3 == 0) {
+        int found = 0;
+        while (!found) MPI_Iprobe(s, i, comm, &found, &st);
+        MPI_Recv(in, PRB, MPI_INT, s, i, comm, MPI_STATUS_IGNORE);
+      } else if (i % 3 == 1) {
+        MPI_Message msg;
+        MPI_Mprobe(s, i, comm, &msg, &st);
+        MPI_Mrecv(in, PRB, MPI_INT, &msg, MPI_STATUS_IGNORE);
+      } else {
+        MPI_Probe(s, i, comm, &st);
+        MPI_Recv(in, PRB, MPI_INT, s, i, comm, MPI_STATUS_IGNORE);
+      }
+      MPI_Get_count(&st, MPI_INT, &count);
+      if (st.MPI_SOURCE != s || st.MPI_TAG != i || count != PRB) {
+        if (bad++ < 5)
+          MTEST_CHECK(0, "probe flood on %s: probe for (%d, %d) gave (%d, %d), %d ints", name, s, i, st.MPI_SOURCE,
+                      st.MPI_TAG, count);
+        continue;
+      }
+      for (int k = 0; k < PRB; k++)
+        if (in[k] != s * 11 + i * 7 + k) {
+          if (bad++ < 5) MTEST_CHECK(0, "probe flood on %s: tag %d from %d, element %d wrong", name, i, s, k);
+          break;
+        }
+    }
+  MTEST_CHECK(bad == 0, "probe flood on %s: %ld messages wrong", name, bad);
+  free(in);
+}
+
 int main(int argc, char **argv) {
   MPI_Init(&argc, &argv);
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
@@ -171,6 +228,10 @@ int main(int argc, char **argv) {
   flood_medium(info_dup, "dup_with_info(no_any_source,no_any_tag)", 200 / (size - 1));
   flood_mid(nw, "MPIX_Comm_dup_nowildcard", n / 25 / (size - 1));
   flood_small(MPI_COMM_WORLD, "MPI_COMM_WORLD", n / 20 / (size - 1), 10);
+  flood_probe(nw, "MPIX_Comm_dup_nowildcard", n / 50 / (size - 1));
+  int handled = 0;
+  MPIX_Comm_is_handled(nw, &handled);
+  MTEST_CHECK(handled == 1, "MPIX_Comm_dup_nowildcard's communicator is not handled by mpix");
 
   MPI_Comm_free(&nw);
   MPI_Comm_free(&info_dup);

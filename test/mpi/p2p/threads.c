@@ -4,10 +4,13 @@
  * unless MPIX_INTERCEPT=all). Each thread runs Isend/Irecv+Waitall (sizes
  * from 0 B to past the eager limit), Sendrecv, Probe+Recv, Issend+Recv and
  * Testall polling, and checks every message. Pairs (0,1), (2,3), ...; an
- * odd last rank talks to MPI_PROC_NULL. Skipped where the MPI library does
+ * odd last rank talks to MPI_PROC_NULL. A fifth thread opens and closes
+ * unordered regions on the first communicator and sets and reads its info
+ * hints meanwhile. Skipped where the MPI library does
  * not provide MPI_THREAD_MULTIPLE. Plain MPI: also runs without mpix. */
 #include <pthread.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "mpix.h"
 #include "mtest.h"
@@ -89,6 +92,34 @@ static void *worker(void *arg) {
   return NULL;
 }
 
+/* Meanwhile a fifth thread opens and closes an unordered region on the
+ * first communicator and asserts its hints again (MPI_Comm_set_info),
+ * reading them back: every receive and probe of the workers checks both,
+ * so under TSan this catches reads of them without the lock. */
+static void *info_churn(void *arg) {
+  (void)arg;
+  MPI_Info info;
+  MPI_Info_create(&info);
+  MPI_Info_set(info, "mpi_assert_no_any_tag", "true");
+  int errs = 0;
+  for (int it = 0; it < ITERS; it++) {
+    /* Messages of one (source, tag) here are one at a time, so matching
+     * out of order inside the region changes nothing the workers check. */
+    if (MPIX_Unordered_region_open(comms[0]) != MPI_SUCCESS) errs++;
+    MPI_Comm_set_info(comms[0], info);
+    MPI_Info used;
+    char value[MPI_MAX_INFO_VAL + 1] = "";
+    int flag = 0;
+    MPI_Comm_get_info(comms[0], &used);
+    MPI_Info_get(used, "mpi_assert_no_any_source", MPI_MAX_INFO_VAL, value, &flag);
+    if (!flag || strcmp(value, "true") != 0) errs++;
+    MPI_Info_free(&used);
+    if (MPIX_Unordered_region_close(comms[0]) != MPI_SUCCESS) errs++;
+  }
+  MPI_Info_free(&info);
+  return (void *)(long)errs;
+}
+
 int main(int argc, char **argv) {
   int provided = 0;
   MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
@@ -110,9 +141,16 @@ int main(int argc, char **argv) {
   MPI_Info_free(&info);
   comms[3] = MPI_COMM_WORLD;
 
-  pthread_t th[NTHREADS];
+  pthread_t th[NTHREADS], churn;
   for (long t = 0; t < NTHREADS; t++) pthread_create(&th[t], NULL, worker, (void *)t);
+  pthread_create(&churn, NULL, info_churn, NULL);
   for (int t = 0; t < NTHREADS; t++) pthread_join(th[t], NULL);
+  void *churn_errors = NULL;
+  pthread_join(churn, &churn_errors);
+  MTEST_CHECK(churn_errors == NULL, "region/info thread: %ld failures", (long)churn_errors);
+  int handled = 0;
+  MPIX_Comm_is_handled(comms[0], &handled);
+  MTEST_CHECK(handled == 1, "the nowildcard communicator is not handled by mpix");
   for (int t = 0; t < NTHREADS; t++)
     MTEST_CHECK(thread_errors[t] == 0, "%d wrong messages on %s", thread_errors[t], names[t]);
 

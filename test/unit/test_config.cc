@@ -1,0 +1,132 @@
+// The MPIX_* settings have one source of truth, the table in src/config.cc:
+// what runs with nothing set is the table's default, a malformed value is
+// reported and falls back to it, and README.md's table says the same.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "src/config.h"
+
+namespace {
+
+// Every field, so that two Configs compare whole.
+std::vector<long> fields(const mpix::Config &c) {
+  return {c.verbose,         c.intercept_all,   c.transport,           c.eager_limit,       c.landing_slots,
+          c.unexpected_limit, c.progress_thread, c.stream_queue_depth, c.gpu,               c.gpu_force_staging,
+          c.gpu_eager_limit, c.gpu_chunk,       c.gpu_pipeline,        c.gpu_ipc_cache, c.gpu_pinned_slots,     c.gpu_match_threshold,
+          c.device_proxy,    c.device_table,    c.device_keys,         c.device_channels,   c.device_ring,
+          c.device_slot_bytes, c.device_proxy_queue, c.device_proxy_inline, c.device_proxy_hostmem};
+}
+
+class ConfigTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    int n = 0;
+    const mpix::ConfigVar *v = mpix::config_vars(&n);
+    vars_.assign(v, v + n);
+    for (const auto &var : vars_) unsetenv(var.name);
+  }
+  void TearDown() override {
+    for (const auto &var : vars_) unsetenv(var.name);
+  }
+  mpix::Config read(std::string *errors = nullptr) {
+    char buf[4096];
+    mpix::Config c = mpix::config_from_env(buf, sizeof buf);
+    if (errors != nullptr) *errors = buf;
+    return c;
+  }
+  std::vector<mpix::ConfigVar> vars_;
+};
+
+TEST_F(ConfigTest, BuiltInDefaultsParse) {
+  std::string errors;
+  read(&errors);
+  EXPECT_EQ(errors, "");
+}
+
+// Setting a variable to the default the table documents changes nothing:
+// the code runs with exactly what mpix_info and the README print.
+TEST_F(ConfigTest, DocumentedDefaultIsWhatRuns) {
+  const auto unset = fields(read());
+  for (const auto &var : vars_) {
+    setenv(var.name, var.default_value, 1);
+    std::string errors;
+    EXPECT_EQ(fields(read(&errors)), unset) << var.name << "=" << var.default_value;
+    EXPECT_EQ(errors, "") << var.name;
+    unsetenv(var.name);
+  }
+}
+
+TEST_F(ConfigTest, MalformedValueIsReportedAndDefaultKept) {
+  const auto unset = fields(read());
+  for (const auto &var : vars_) {
+    setenv(var.name, "not-a-value", 1);
+    std::string errors;
+    EXPECT_EQ(fields(read(&errors)), unset) << var.name;
+    EXPECT_NE(errors.find(std::string(var.name) + "=\"not-a-value\" is invalid"), std::string::npos)
+        << var.name << ": " << errors;
+    unsetenv(var.name);
+  }
+}
+
+TEST_F(ConfigTest, ValuesAreRead) {
+  setenv("MPIX_EAGER_LIMIT", "123", 1);
+  setenv("MPIX_TRANSPORT", "pmpi", 1);
+  setenv("MPIX_DEVICE_RING", "100", 1);  // rounded down to a power of two
+  const mpix::Config c = read();
+  EXPECT_EQ(c.eager_limit, 123);
+  EXPECT_EQ(c.transport, 1);
+  EXPECT_EQ(c.device_ring, 64);
+}
+
+// README.md's "Environment variables" table: rows "| `A`, `B` | a, b | ...".
+std::map<std::string, std::string> readme_defaults(std::string *problem) {
+  std::ifstream in(MPIX_SRCDIR "/README.md");
+  std::map<std::string, std::string> out;
+  if (!in) {
+    *problem = "cannot read " MPIX_SRCDIR "/README.md";
+    return out;
+  }
+  auto split = [](const std::string &s) {
+    std::vector<std::string> parts;
+    std::stringstream ss(s);
+    for (std::string p; std::getline(ss, p, ',');) {
+      const auto b = p.find_first_not_of(" `"), e = p.find_last_not_of(" `");
+      parts.push_back(b == std::string::npos ? "" : p.substr(b, e - b + 1));
+    }
+    return parts;
+  };
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("| `MPIX_", 0) != 0) continue;
+    const auto c1 = line.find(" | "), c2 = line.find(" | ", c1 + 3);
+    if (c2 == std::string::npos) continue;
+    const auto names = split(line.substr(2, c1 - 2)), defaults = split(line.substr(c1 + 3, c2 - c1 - 3));
+    for (std::size_t i = 0; i < names.size(); ++i)
+      out[names[i]] = defaults.size() == names.size() ? defaults[i] : "(row has " + line.substr(c1 + 3, c2 - c1 - 3) + ")";
+  }
+  return out;
+}
+
+TEST_F(ConfigTest, ReadmeTableMatches) {
+  std::string problem;
+  auto readme = readme_defaults(&problem);
+  ASSERT_EQ(problem, "");
+  for (const auto &var : vars_) {
+    auto it = readme.find(var.name);
+    if (it == readme.end()) {
+      ADD_FAILURE() << var.name << " is missing from README.md's table";
+      continue;
+    }
+    EXPECT_EQ(it->second, var.default_value) << var.name << " in README.md";
+    readme.erase(it);
+  }
+  readme.erase("MPIX_UCX_*");  // passed to UCX, not one of mpix's settings
+  for (const auto &extra : readme) ADD_FAILURE() << "README.md documents " << extra.first << ", which mpix does not read";
+}
+
+}  // namespace
