@@ -88,20 +88,36 @@ static void flood_bsend(MPI_Comm comm, const char *name, int n) {
   MTEST_CHECK(bad == 0, "Bsend flood on %s: %ld messages wrong", name, bad);
 }
 
+/* Phases 3-5 send n messages of `elems` ints each to rank 0, all before
+ * rank 0 posts a receive (the barrier); message i carries tag i (or i % ntags
+ * when ntags > 0) and element k of it from rank r is r * a + i * b + k. */
+static int payload(int source, int i, int k, int a, int b) { return source * a + i * b + k; }
+
+static void send_flood(MPI_Comm comm, int n, int elems, int ntags, int a, int b) {
+  int *out = malloc((size_t)n * elems * sizeof(int));
+  MPI_Request *reqs = malloc(n * sizeof(MPI_Request));
+  for (int i = 0; i < n; i++) {
+    for (int k = 0; k < elems; k++) out[(size_t)i * elems + k] = payload(rank, i, k, a, b);
+    MPI_Isend(out + (size_t)i * elems, elems, MPI_INT, 0, ntags > 0 ? i % ntags : i, comm, &reqs[i]);
+  }
+  MPI_Barrier(comm);
+  MPI_Waitall(n, reqs, MPI_STATUSES_IGNORE);
+  free(out);
+  free(reqs);
+}
+
+/* The first wrong element of message i from source, or -1. */
+static int first_wrong(const int *in, int elems, int source, int i, int a, int b) {
+  for (int k = 0; k < elems; k++)
+    if (in[k] != payload(source, i, k, a, b)) return k;
+  return -1;
+}
+
 /* Phase 3: unexpected messages above the eager limit. */
 #define MED 5000 /* ints */
 static void flood_medium(MPI_Comm comm, const char *name, int n) {
   if (rank != 0) {
-    int *out = malloc((size_t)n * MED * sizeof(int));
-    MPI_Request *reqs = malloc(n * sizeof(MPI_Request));
-    for (int i = 0; i < n; i++) {
-      for (int k = 0; k < MED; k++) out[(size_t)i * MED + k] = rank * 7 + i * 13 + k;
-      MPI_Isend(out + (size_t)i * MED, MED, MPI_INT, 0, i, comm, &reqs[i]);
-    }
-    MPI_Barrier(comm);
-    MPI_Waitall(n, reqs, MPI_STATUSES_IGNORE);
-    free(out);
-    free(reqs);
+    send_flood(comm, n, MED, 0, 7, 13);
     return;
   }
   MPI_Barrier(comm);
@@ -109,9 +125,7 @@ static void flood_medium(MPI_Comm comm, const char *name, int n) {
   for (int i = n - 1; i >= 0; i--)
     for (int s = 1; s < size; s++) {
       MPI_Recv(in, MED, MPI_INT, s, i, comm, MPI_STATUS_IGNORE);
-      int bad = -1;
-      for (int k = 0; k < MED && bad < 0; k++)
-        if (in[k] != s * 7 + i * 13 + k) bad = k;
+      const int bad = first_wrong(in, MED, s, i, 7, 13);
       MTEST_CHECK(bad < 0, "medium flood on %s: tag %d from %d, element %d wrong", name, i, s, bad);
     }
   free(in);
@@ -121,16 +135,7 @@ static void flood_medium(MPI_Comm comm, const char *name, int n) {
 #define MID 512 /* ints */
 static void flood_mid(MPI_Comm comm, const char *name, int n) {
   if (rank != 0) {
-    int *out = malloc((size_t)n * MID * sizeof(int));
-    MPI_Request *reqs = malloc(n * sizeof(MPI_Request));
-    for (int i = 0; i < n; i++) {
-      for (int k = 0; k < MID; k++) out[(size_t)i * MID + k] = rank * 3 + i * 5 + k;
-      MPI_Isend(out + (size_t)i * MID, MID, MPI_INT, 0, i % 7, comm, &reqs[i]);
-    }
-    MPI_Barrier(comm);
-    MPI_Waitall(n, reqs, MPI_STATUSES_IGNORE);
-    free(out);
-    free(reqs);
+    send_flood(comm, n, MID, 7, 3, 5);
     return;
   }
   MPI_Barrier(comm);
@@ -140,11 +145,8 @@ static void flood_mid(MPI_Comm comm, const char *name, int n) {
     for (int s = 1; s < size; s++)
       for (int i = tag; i < n; i += 7) {
         MPI_Recv(in, MID, MPI_INT, s, tag, comm, MPI_STATUS_IGNORE);
-        for (int k = 0; k < MID; k++)
-          if (in[k] != s * 3 + i * 5 + k) {
-            if (bad++ < 5) MTEST_CHECK(0, "mid flood on %s: message %d from %d, element %d wrong", name, i, s, k);
-            break;
-          }
+        const int k = first_wrong(in, MID, s, i, 3, 5);
+        if (k >= 0 && bad++ < 5) MTEST_CHECK(0, "mid flood on %s: message %d from %d, element %d wrong", name, i, s, k);
       }
   MTEST_CHECK(bad == 0, "mid flood on %s: %ld messages wrong", name, bad);
   free(in);
@@ -157,16 +159,7 @@ static void flood_mid(MPI_Comm comm, const char *name, int n) {
 #define PRB 128 /* ints */
 static void flood_probe(MPI_Comm comm, const char *name, int n) {
   if (rank != 0) {
-    int *out = malloc((size_t)n * PRB * sizeof(int));
-    MPI_Request *reqs = malloc(n * sizeof(MPI_Request));
-    for (int i = 0; i < n; i++) {
-      for (int k = 0; k < PRB; k++) out[(size_t)i * PRB + k] = rank * 11 + i * 7 + k;
-      MPI_Isend(out + (size_t)i * PRB, PRB, MPI_INT, 0, i, comm, &reqs[i]);
-    }
-    MPI_Barrier(comm);
-    MPI_Waitall(n, reqs, MPI_STATUSES_IGNORE);
-    free(out);
-    free(reqs);
+    send_flood(comm, n, PRB, 0, 11, 7);
     return;
   }
   MPI_Barrier(comm);
@@ -195,11 +188,8 @@ static void flood_probe(MPI_Comm comm, const char *name, int n) {
                       st.MPI_TAG, count);
         continue;
       }
-      for (int k = 0; k < PRB; k++)
-        if (in[k] != s * 11 + i * 7 + k) {
-          if (bad++ < 5) MTEST_CHECK(0, "probe flood on %s: tag %d from %d, element %d wrong", name, i, s, k);
-          break;
-        }
+      const int k = first_wrong(in, PRB, s, i, 11, 7);
+      if (k >= 0 && bad++ < 5) MTEST_CHECK(0, "probe flood on %s: tag %d from %d, element %d wrong", name, i, s, k);
     }
   MTEST_CHECK(bad == 0, "probe flood on %s: %ld messages wrong", name, bad);
   free(in);
