@@ -18,9 +18,7 @@ int main(int argc, char **argv) {
   MPI_Comm_size(MPI_COMM_WORLD, &size);
   MPI_Comm c;
   MPIX_Comm_dup_nowildcard(MPI_COMM_WORLD, &c);
-  int handled = 0;
-  MPIX_Comm_is_handled(c, &handled);
-  MTEST_CHECK(handled == 1, "the communicator is not handled");
+  mtest_check_handled(c, "MPIX_Comm_dup_nowildcard");
   int out = rank, in = -1;
   MPI_Sendrecv(&out, 1, MPI_INT, (rank + 1) % size, 0, &in, 1, MPI_INT, (rank + size - 1) % size, 0, c,
                MPI_STATUS_IGNORE);

@@ -7,6 +7,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "mpix.h"
+
 static int mtest_errors = 0;
 
 #define MTEST_CHECK(cond, ...)                                          \
@@ -29,6 +31,15 @@ static inline int mtest_class(int code) {
   int cls = -1;
   MPI_Error_class(code, &cls);
   return cls;
+}
+
+/* A test of mpix's engine must fail where mpix does not carry its traffic
+ * (natively it would pass and prove nothing): counts an error unless comm
+ * is handled by mpix. */
+static inline void mtest_check_handled(MPI_Comm comm, const char *name) {
+  int handled = 0;
+  MPIX_Comm_is_handled(comm, &handled);
+  MTEST_CHECK(handled == 1, "%s is not handled by mpix", name);
 }
 
 /* Sums errors over all ranks, prints the verdict on rank 0, finalizes. */

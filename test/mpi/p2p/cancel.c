@@ -4,8 +4,8 @@
  * (flag false, data there); a persistent receive can be cancelled and
  * started again; cancelled receives complete in Waitall/Waitany/Test beside
  * others; a cancelled receive in front of others of the same (source, tag)
- * does not disturb their order. Pairs (0,1), (2,3), ...; plain MPI, also
- * runs without mpix. */
+ * does not disturb their order. Pairs (0,1), (2,3), ...; plain MPI. Fails
+ * unless mpix carries its no-wildcard communicator (mtest_check_handled). */
 #include <stdlib.h>
 
 #include "mpix.h"
@@ -149,6 +149,7 @@ int main(int argc, char **argv) {
   tcomm_t comms[4];
   MPI_Comm nw;
   MPIX_Comm_dup_nowildcard(MPI_COMM_WORLD, &nw);
+  mtest_check_handled(nw, "MPIX_Comm_dup_nowildcard");
   comms[0] = (tcomm_t){MPI_COMM_WORLD, "MPI_COMM_WORLD"};
   comms[1] = (tcomm_t){nw, "MPIX_Comm_dup_nowildcard"};
   comms[2] = (tcomm_t){dup_asserting(MPI_COMM_WORLD, 1, 1), "dup_with_info(no_any_source,no_any_tag)"};

@@ -5,7 +5,8 @@
  * parent freed while its MPI_Comm_dup child is in use, and 16 communicators
  * live at once with interleaved traffic, freed in a shuffled order. Messages
  * never cross between communicators. Pairs (0,1), (2,3), ...; an odd last
- * rank talks to MPI_PROC_NULL. Plain MPI: also runs without mpix. */
+ * rank talks to MPI_PROC_NULL. Fails unless mpix carries its
+ * no-wildcard communicator (mtest_check_handled). */
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -18,6 +19,7 @@ static MPI_Comm make_handled(int i) {
   MPI_Comm c;
   if (i % 2 == 0) {
     MPIX_Comm_dup_nowildcard(MPI_COMM_WORLD, &c);
+    mtest_check_handled(c, "MPIX_Comm_dup_nowildcard");
   } else {
     MPI_Info info;
     MPI_Info_create(&info);

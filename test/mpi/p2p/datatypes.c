@@ -4,8 +4,8 @@
  * absolute addresses from MPI_BOTTOM, eager and rendezvous sizes, zero
  * counts; MPI_Get_count and MPI_Get_elements for whole and partial
  * messages (MPI_UNDEFINED when not a whole number of elements), also after
- * MPI_Probe. Rank 0 sends to rank 1 and back; other ranks only join. Plain
- * MPI: also runs without mpix. */
+ * MPI_Probe. Rank 0 sends to rank 1 and back; other ranks only join. Fails
+ * unless mpix carries its no-wildcard communicator (mtest_check_handled). */
 #include <stddef.h>
 #include <stdlib.h>
 
@@ -241,6 +241,7 @@ int main(int argc, char **argv) {
   MPI_Info_set(info, "mpi_assert_no_any_source", "true");
   MPI_Info_set(info, "mpi_assert_no_any_tag", "true");
   MPIX_Comm_dup_nowildcard(MPI_COMM_WORLD, &nw);
+  mtest_check_handled(nw, "MPIX_Comm_dup_nowildcard");
   MPI_Comm_dup_with_info(MPI_COMM_WORLD, info, &info_dup);
   MPI_Info_free(&info);
   comms[0] = (tcomm_t){MPI_COMM_WORLD, "MPI_COMM_WORLD"};

@@ -219,9 +219,7 @@ int main(int argc, char **argv) {
   flood_mid(nw, "MPIX_Comm_dup_nowildcard", n / 25 / (size - 1));
   flood_small(MPI_COMM_WORLD, "MPI_COMM_WORLD", n / 20 / (size - 1), 10);
   flood_probe(nw, "MPIX_Comm_dup_nowildcard", n / 50 / (size - 1));
-  int handled = 0;
-  MPIX_Comm_is_handled(nw, &handled);
-  MTEST_CHECK(handled == 1, "MPIX_Comm_dup_nowildcard's communicator is not handled by mpix");
+  mtest_check_handled(nw, "MPIX_Comm_dup_nowildcard");
 
   MPI_Comm_free(&nw);
   MPI_Comm_free(&info_dup);

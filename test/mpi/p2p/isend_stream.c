@@ -5,8 +5,8 @@
  * an eager send's request when it has copied the message, so each send's
  * underlying transfer outlives the user's request; unbounded, those
  * transfers exhausted MPI's requests (an assertion inside MPI_Isend). Env
- * MPIX_TEST_STREAM_N overrides the count. Plain MPI: also runs without
- * mpix. */
+ * MPIX_TEST_STREAM_N overrides the count. Fails unless mpix carries its
+ * no-wildcard communicator (mtest_check_handled). */
 #include <stdlib.h>
 
 #include "mpix.h"
@@ -39,6 +39,7 @@ int main(int argc, char **argv) {
   const long n = e && atol(e) > 0 ? atol(e) : 600000;
   MPI_Comm nw;
   MPIX_Comm_dup_nowildcard(MPI_COMM_WORLD, &nw);
+  mtest_check_handled(nw, "MPIX_Comm_dup_nowildcard");
   stream(nw, "no-wildcard communicator", n);
   MPI_Comm_free(&nw);
   stream(MPI_COMM_WORLD, "MPI_COMM_WORLD", n / 10);

@@ -3,7 +3,8 @@
  * posted (unexpected), received by MPI_Mprobe/MPI_Mrecv; 64 MiB both ways
  * by MPI_Sendrecv. Every byte is checked against a pattern that differs per
  * message, and the byte after each receive buffer stays untouched. Ranks 0
- * and 1; other ranks only join. Plain MPI: also runs without mpix. */
+ * and 1; other ranks only join. Fails unless mpix carries its
+ * no-wildcard communicator (mtest_check_handled). */
 #include <stdint.h>
 #include <stdlib.h>
 
@@ -128,6 +129,7 @@ int main(int argc, char **argv) {
   MPI_Info_set(info, "mpi_assert_no_any_source", "true");
   MPI_Info_set(info, "mpi_assert_no_any_tag", "true");
   MPIX_Comm_dup_nowildcard(MPI_COMM_WORLD, &nw);
+  mtest_check_handled(nw, "MPIX_Comm_dup_nowildcard");
   MPI_Comm_dup_with_info(MPI_COMM_WORLD, info, &info_dup);
   MPI_Info_free(&info);
   comms[0] = (tcomm_t){MPI_COMM_WORLD, "MPI_COMM_WORLD"};

@@ -5,8 +5,8 @@
  * and after the messages arrive, blocking and nonblocking, eager and
  * rendezvous sizes, probes returning some pending message. Without
  * allow_overtaking (or with it "false") the same traffic arrives in order.
- * Rank 0 receives from every other rank. Plain MPI: also runs without
- * mpix. */
+ * Rank 0 receives from every other rank. Fails unless mpix carries its
+ * no-wildcard communicator (mtest_check_handled). */
 #include <stdlib.h>
 
 #include "mpix.h"
@@ -118,6 +118,7 @@ int main(int argc, char **argv) {
   MPI_Comm_dup_with_info(MPI_COMM_WORLD, info, &over_false);
   MPI_Info_free(&info);
   MPIX_Comm_dup_nowildcard(MPI_COMM_WORLD, &nw);
+  mtest_check_handled(nw, "MPIX_Comm_dup_nowildcard");
 
   for (int rep = 0; rep < 3; rep++) run(over, "allow_overtaking", 0);
   run(over_false, "allow_overtaking=false", 1);

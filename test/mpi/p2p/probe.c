@@ -4,7 +4,8 @@
  * a (source, tag), a matched message leaving the queue (a receive after
  * MPI_Mprobe gets the next message), Iprobe finding nothing, MPI_PROC_NULL
  * (MPI_MESSAGE_NO_PROC), and wildcard probes where the communicator allows
- * them. Ranks 1.. each send to rank 0. Plain MPI: also runs without mpix. */
+ * them. Ranks 1.. each send to rank 0. Fails unless mpix carries its
+ * no-wildcard communicator (mtest_check_handled). */
 #include <stdlib.h>
 
 #include "mpix.h"
@@ -34,6 +35,7 @@ static int make_comms(tcomm_t *c) {
   MPI_Comm nw;
   c[n++] = (tcomm_t){MPI_COMM_WORLD, "MPI_COMM_WORLD", 1, 1};
   MPIX_Comm_dup_nowildcard(MPI_COMM_WORLD, &nw);
+  mtest_check_handled(nw, "MPIX_Comm_dup_nowildcard");
   c[n++] = (tcomm_t){nw, "MPIX_Comm_dup_nowildcard", 0, 0};
   c[n++] = (tcomm_t){dup_asserting(MPI_COMM_WORLD, 1, 1), "dup_with_info(no_any_source,no_any_tag)", 0, 0};
   c[n++] = (tcomm_t){dup_asserting(MPI_COMM_WORLD, 1, 0), "dup_with_info(no_any_source)", 0, 1};

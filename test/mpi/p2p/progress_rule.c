@@ -48,6 +48,7 @@ int main(int argc, char **argv) {
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm comm;
   MPIX_Comm_dup_nowildcard(MPI_COMM_WORLD, &comm);
+  mtest_check_handled(comm, "MPIX_Comm_dup_nowildcard");
   exchange(comm, rank, 2, 1);          /* synchronous, small */
   exchange(comm, rank, 1 << 18, 0);    /* 1 MiB: rendezvous */
   exchange(comm, rank, 1 << 18, 1);

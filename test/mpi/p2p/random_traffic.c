@@ -14,7 +14,8 @@
  * assertions, MPI_COMM_WORLD (handled under MPIX_INTERCEPT=all) and the
  * nowildcard dup again. The seed is fixed (MPIX_TEST_SEED overrides it) and
  * printed on failure; MPIX_TEST_MSGS sets the messages per rank and round.
- * Plain MPI: also runs without mpix. */
+ * Fails unless mpix carries its
+ * no-wildcard communicator (mtest_check_handled). */
 #include <stdint.h>
 #include <stdlib.h>
 
@@ -252,6 +253,7 @@ int main(int argc, char **argv) {
   MPI_Info_set(info, "mpi_assert_no_any_source", "true");
   MPI_Info_set(info, "mpi_assert_no_any_tag", "true");
   MPIX_Comm_dup_nowildcard(MPI_COMM_WORLD, &nw);
+  mtest_check_handled(nw, "MPIX_Comm_dup_nowildcard");
   MPI_Comm_dup_with_info(MPI_COMM_WORLD, info, &info_dup);
   MPI_Info_free(&info);
   int *ub = NULL, flag = 0;

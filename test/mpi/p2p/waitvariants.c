@@ -8,7 +8,8 @@
  * never returned as an index; calls on only-null arrays return
  * MPI_UNDEFINED; a receive whose message has not been sent yet is not
  * complete. Pairs (0,1), (2,3), ...; an odd last rank talks to
- * MPI_PROC_NULL. Plain MPI: also runs without mpix. */
+ * MPI_PROC_NULL. Fails unless mpix carries its
+ * no-wildcard communicator (mtest_check_handled). */
 #include <stdlib.h>
 
 #include "mpix.h"
@@ -269,6 +270,7 @@ int main(int argc, char **argv) {
   MPI_Info_set(info, "mpi_assert_no_any_source", "true");
   MPI_Info_set(info, "mpi_assert_no_any_tag", "true");
   MPIX_Comm_dup_nowildcard(MPI_COMM_WORLD, &hcomm);
+  mtest_check_handled(hcomm, "MPIX_Comm_dup_nowildcard");
   MPI_Comm_dup_with_info(MPI_COMM_WORLD, info, &hcomm2);
   MPI_Info_free(&info);
   MPI_Comm_dup(MPI_COMM_WORLD, &plain);
