@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# The libFuzzer targets of test/fuzz, built with clang++ (-fsanitize=fuzzer,
+# address,undefined), each run over its corpus in test/fuzz/corpus/ (every
+# input must pass) and then fuzzed for MPIX_FUZZ_SECONDS (default 60) from
+# a scratch copy of it. A crash or a difference from the reference fails
+# the test; the input that did it is left in the log folder.
+#   MPIX_SRCDIR, MPIX_BUILDDIR (set by make check), CLANGXX (default clang++).
+# Skipped (exit 77) without a clang++ that has libFuzzer, and in sanitizer
+# builds (the targets carry ASan/UBSan of their own).
+set -u
+src=${MPIX_SRCDIR:-$(cd "$(dirname "$0")/../.." && pwd)}
+build=${MPIX_BUILDDIR:-$src}
+cxx=${CLANGXX:-clang++}
+seconds=${MPIX_FUZZ_SECONDS:-60}
+if [ -n "${MPIX_SANITIZED:-}" ]; then
+  echo "skipped: sanitizer build (the fuzz targets are built with ASan/UBSan of their own in the plain build)"
+  exit 77
+fi
+flags=(-std=c++17 -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -I"$src" -I"$src/src")
+out=$build/test/fuzz
+mkdir -p "$out"
+if ! command -v "$cxx" >/dev/null || ! echo 'extern "C" int LLVMFuzzerTestOneInput(const unsigned char *, unsigned long) { return 0; }' |
+    "$cxx" "${flags[@]}" -x c++ - -o "$out/probe" >/dev/null 2>&1; then
+  echo "skipped: no $cxx with libFuzzer (apt-get install clang libclang-rt-14-dev)"
+  exit 77
+fi
+rm -f "$out/probe"
+status=0
+for target in matcher; do
+  exe=$out/fuzz_$target
+  case $target in
+    matcher) sources=("$src/test/fuzz/fuzz_matcher.cc" "$src"/src/match/*.cc) ;;
+  esac
+  "$cxx" "${flags[@]}" "${sources[@]}" -o "$exe" || { echo "fuzz_$target: build failed"; status=1; continue; }
+  corpus=$src/test/fuzz/corpus/$target
+  # Every stored input first (regressions), then fresh inputs from them.
+  if ! (cd "$out" && "$exe" -runs=0 "$corpus" 2>"$out/fuzz_$target-corpus.log"); then
+    echo "fuzz_$target: an input of $corpus fails (see $out/fuzz_$target-corpus.log)"; status=1; continue
+  fi
+  scratch=$(mktemp -d)
+  cp "$corpus"/* "$scratch"/ 2>/dev/null
+  if (cd "$out" && "$exe" -max_total_time="$seconds" -max_len=4096 -print_final_stats=1 "$scratch" \
+        2>"$out/fuzz_$target.log"); then
+    runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$out/fuzz_$target.log")
+    echo "fuzz_$target: $(ls "$corpus" | wc -l) stored inputs pass; ${runs:-?} fuzzed inputs in ${seconds} s, no failure"
+  else
+    echo "fuzz_$target: FAILED (see $out/fuzz_$target.log; the input is in $out)"; status=1
+  fi
+  rm -rf "$scratch"
+done
+exit $status
