@@ -18,8 +18,8 @@
 #include "device/memtype.h"
 #include "engine.h"
 #include "gpu_cache.h"
-#include "src/errors.h"
 #include "gpu_tags.h"
+#include "src/errors.h"
 
 namespace mpix::p2p {
 
@@ -124,7 +124,6 @@ std::uint64_t node_identity() {
   }
   return h;
 }
-
 
 int cuda_error(int err, const char *what) {
   if (err == device::kErrNoCuda) return error_code(Err::kDeviceBufferNoCuda);
