@@ -12,6 +12,7 @@
 #include "datatype.h"
 #include "liveness.h"
 #include "gpu_path.h"
+#include "gpu_tags.h"
 #include "region_batch.h"
 #include "src/errors.h"
 
@@ -528,9 +529,7 @@ int P2PComm::transmit(const void *buf, int count, MPI_Datatype dtype, int dest, 
   // Rendezvous: announce it; the payload stays where it is (or in the MPI
   // library) until the receiver matched and pulls it.
   h.kind = kRendezvous;
-  std::uint32_t &next = next_data_tag_[static_cast<std::size_t>(dest)];
-  h.data_tag = static_cast<std::int32_t>(next);
-  next = next >= static_cast<std::uint32_t>(data_tag_limit_) ? 0 : next + 1;
+  h.data_tag = next_data_tag(dest);
   bool pending = false;
   const int rc = link_->send_rendezvous(dest, h, buf, count, dtype, mode,
                                         r != nullptr ? static_cast<progress::Pending *>(r) : &waiter, &pending);
@@ -567,6 +566,13 @@ void P2PComm::detach() {
       v.erase(it);
       return;  // self goes out of scope last
     }
+}
+
+int P2PComm::next_data_tag(int dest) {
+  int &next = next_data_tag_[static_cast<std::size_t>(dest)];
+  const int t = next;
+  next = next_gpu_data_tag(t, data_tag_limit_);
+  return t;
 }
 
 void P2PComm::release_when_idle() {

@@ -86,7 +86,6 @@ class P2PComm final : public CommState, public progress::ArrivalSink, public std
   int rank() const { return rank_; }
   int size() const { return size_; }
 
-
   // ---- unordered regions: batch matching ----
   // While a region is open, receives and arrivals are collected instead of
   // matched one by one; region_flush() matches what was collected as one
@@ -176,7 +175,10 @@ class P2PComm final : public CommState, public progress::ArrivalSink, public std
   std::unique_ptr<match::Matcher> matcher_;
   std::unique_ptr<progress::Link> link_;
   std::size_t receives_waiting_ = 0;    // posted receives queued in the matcher
-  std::vector<std::uint32_t> next_data_tag_;
+  // The tag of each transfer's payload (and, + 1, its GPU replies), per
+  // destination: 0 .. MPI_TAG_UB - 1, then again (src/p2p/gpu_tags.h).
+  int next_data_tag(int dest);
+  std::vector<int> next_data_tag_;
   int data_tag_limit_ = 32767;
   int live_ops_ = 0;
   bool freed_ = false;

@@ -27,14 +27,7 @@ namespace mpix::p2p {
 struct GpuAccess {
   static MPI_Comm ctrl(const P2PComm &c) { return c.ctrl_; }
   static MPI_Comm data(const P2PComm &c) { return c.data_; }
-  static int next_data_tag(P2PComm &c, int dest) {
-    std::uint32_t &next = c.next_data_tag_[static_cast<std::size_t>(dest)];
-    // The engine's rendezvous shares the counter and may have left it at
-    // tag_ub, which has no reply tag.
-    const int t = static_cast<int>(next) >= c.data_tag_limit_ ? 0 : static_cast<int>(next);
-    next = static_cast<std::uint32_t>(next_gpu_data_tag(t, c.data_tag_limit_));
-    return t;
-  }
+  static int next_data_tag(P2PComm &c, int dest) { return c.next_data_tag(dest); }
   static int transmit(P2PComm &c, const void *buf, int count, MPI_Datatype dtype, int dest, int tag, SendMode mode,
                       Request *r, std::unique_lock<std::mutex> *lock) {
     return c.transmit(buf, count, dtype, dest, tag, mode, r, lock);

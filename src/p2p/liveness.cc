@@ -41,6 +41,10 @@ State &state() {
 // what it saw one period earlier.
 std::atomic<std::uint64_t> g_polls{0};
 
+// Whether something may need this process's progress: a posted receive, a
+// transport transfer, a GPU transfer.
+bool work_pending() { return receives_pending() || progress::transport_busy() || gpu_busy(); }
+
 void run() {
   State &s = state();
   std::unique_lock<std::mutex> lock(s.mutex);
@@ -48,7 +52,7 @@ void run() {
   for (;;) {
     // A matched transfer of the transport may need this process too (a
     // rendezvous pulled over a transport that emulates the get).
-    const bool pending = receives_pending() || progress::transport_busy() || gpu_busy();
+    const bool pending = work_pending();
     s.cv.wait_for(lock, pending ? std::chrono::duration_cast<std::chrono::microseconds>(kPendingPeriod)
                                 : std::chrono::duration_cast<std::chrono::microseconds>(kIdlePeriod),
                   [&] { return s.stop; });
@@ -56,7 +60,7 @@ void run() {
     const std::uint64_t polls = g_polls.load(std::memory_order_relaxed);
     const bool polled = polls != last_polls;  // the application polls by itself
     last_polls = polls;
-    if (polled || (!receives_pending() && !progress::transport_busy() && !gpu_busy())) continue;
+    if (polled || !work_pending()) continue;
     lock.unlock();
     {
       // Never wait for the engine: whoever holds it is progressing.
