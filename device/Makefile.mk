@@ -35,3 +35,11 @@ else
 src_libmpixcore_la_SOURCES += device/devcomm_none.cc device/devcomm.h
 endif
 EXTRA_DIST += device/devcomm.cu device/devcomm_none.cc
+# Enqueued send/recv run by kernels on the application's stream (IPC
+# device communicators); the stub leaves stream communicators host-driven.
+if HAVE_CUDA
+device_libmpixdevice_la_SOURCES += device/stream_exec.cu device/stream_exec.h
+else
+src_libmpixcore_la_SOURCES += device/stream_exec_none.cc device/stream_exec.h
+endif
+EXTRA_DIST += device/stream_exec.cu device/stream_exec_none.cc

@@ -123,6 +123,8 @@ void StreamTrigger::complete(std::uint32_t seq) {
   __atomic_store_n(&impl_->words->done, seq, __ATOMIC_RELEASE);
 }
 
+void *StreamTrigger::cuda_stream() const { return impl_->stream; }
+
 void StreamTrigger::make_current() const {
   int cur = -1;
   if (cudaGetDevice(&cur) != cudaSuccess || cur != impl_->device) cudaSetDevice(impl_->device);

@@ -42,6 +42,8 @@ class StreamTrigger {
   std::uint32_t triggered() const;
   // Releases the stream's wait on every seq' with seq' <= seq (cyclically).
   void complete(std::uint32_t seq);
+  // The cudaStream_t it pushes into.
+  void *cuda_stream() const;
   // Makes the stream's device current on the calling thread (the progress
   // thread, before it moves the stream's data).
   void make_current() const;

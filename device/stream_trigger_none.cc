@@ -18,6 +18,7 @@ std::unique_ptr<StreamTrigger> StreamTrigger::create(void *, TriggerStatus *stat
 TriggerStatus StreamTrigger::push(std::uint32_t, bool) { return TriggerStatus::kNoCuda; }
 std::uint32_t StreamTrigger::triggered() const { return 0; }
 void StreamTrigger::complete(std::uint32_t) {}
+void *StreamTrigger::cuda_stream() const { return nullptr; }
 void StreamTrigger::make_current() const {}
 
 }  // namespace mpix::gpu

@@ -7,42 +7,18 @@
 #include <memory>
 #include <vector>
 
-#include "device/devcomm.h"
-#include "device_proxy.h"
+#include "device_handle.h"
 #include "mpix_device.h"
 #include "src/errors.h"
 #include "src/p2p/engine.h"
 #include "src/runtime.h"
 
 using namespace mpix;
+using mpix::devhandle::DeviceHandle;
 
 namespace {
 
 int g_keyval = MPI_KEYVAL_INVALID;
-
-// Destroyed collectively (MPI_Comm_free, or a failed creation that every
-// rank agreed on): CUDA leaves it undefined when a process frees memory
-// that another process still has mapped, and MPI_Comm_free does not
-// synchronise, so every rank unmaps its peers' mailboxes, then a barrier on
-// a private communicator (the one being freed can no longer be used inside
-// its delete callback), then each frees its own. The proxy path does not
-// need the barrier but takes the same path, so that CPU-only tests run it.
-struct DeviceHandle {
-  MPIX_Device_comm h{};
-  MPI_Comm sync = MPI_COMM_NULL;
-  std::unique_ptr<device::DevComm> ipc;
-  std::unique_ptr<devproxy::ProxyQueue> proxy;
-  DeviceHandle() = default;
-  DeviceHandle(const DeviceHandle &) = delete;
-  DeviceHandle &operator=(const DeviceHandle &) = delete;
-  ~DeviceHandle() {
-    if (ipc) ipc->close_peers();
-    if (sync != MPI_COMM_NULL) {
-      PMPI_Barrier(sync);
-      PMPI_Comm_free(&sync);
-    }
-  }
-};
 
 int delete_devcomm(MPI_Comm, int, void *attr, void *) {
   std::unique_ptr<DeviceHandle> owned(static_cast<DeviceHandle *>(attr));
@@ -69,26 +45,9 @@ int agree(MPI_Comm comm, Err mine) {
 
 }  // namespace
 
-int MPIX_Comm_device_handle(MPI_Comm comm, MPIX_Device_comm *handle) {
-  if (!runtime_active()) return raise_error(comm, Err::kNotInitialized, __func__);
-  if (comm == MPI_COMM_NULL) return raise_error(comm, Err::kInvalidComm, __func__);
-  if (handle == nullptr) return raise_error(comm, Err::kInvalidArg, __func__);
-  auto c = p2p::p2p_find(comm);
-  if (!c || !c->handled() || !c->hints().no_wildcards())
-    return raise_error(comm, Err::kDeviceCommNotHandled, __func__);
-  if (g_keyval == MPI_KEYVAL_INVALID)
-    PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, delete_devcomm, &g_keyval, nullptr);
-  void *attr = nullptr;
-  int found = 0;
-  PMPI_Comm_get_attr(comm, g_keyval, &attr, &found);
-  if (found) {  // one set of mailboxes per communicator
-    *handle = static_cast<DeviceHandle *>(attr)->h;
-    return MPI_SUCCESS;
-  }
-  int inter = 0;
-  PMPI_Comm_test_inter(comm, &inter);
-  if (inter) return raise_error(comm, Err::kInvalidComm, __func__);
+namespace mpix::devhandle {
 
+Err create(MPI_Comm comm, bool ipc_only, std::unique_ptr<DeviceHandle> *out) {
   MPIX_Device_comm h{};
   PMPI_Comm_rank(comm, &h.rank);
   PMPI_Comm_size(comm, &h.size);
@@ -118,9 +77,9 @@ int MPIX_Comm_device_handle(MPI_Comm comm, MPIX_Device_comm *handle) {
   PMPI_Comm_free(&node);
   int proxy = node_size != h.size || cfg.device_proxy;
   PMPI_Allreduce(MPI_IN_PLACE, &proxy, 1, MPI_INT, MPI_MAX, comm);
+  if (proxy && ipc_only) return Err::kCount;
 
-  if (proxy && runtime().thread_underlying != MPI_THREAD_MULTIPLE)
-    return raise_error(comm, Err::kNoThreadMultiple, __func__);
+  if (proxy && runtime().thread_underlying != MPI_THREAD_MULTIPLE) return Err::kNoThreadMultiple;
   auto owner = std::make_unique<DeviceHandle>();
   // Split, not dup: no attributes or info of comm are carried over.
   PMPI_Comm_split(comm, 0, h.rank, &owner->sync);
@@ -130,18 +89,18 @@ int MPIX_Comm_device_handle(MPI_Comm comm, MPIX_Device_comm *handle) {
                                                 static_cast<std::uint32_t>(cfg.device_proxy_inline),
                                                 cfg.device_proxy_hostmem);
     const int worst = agree(comm, owner->proxy ? Err::kCount : Err::kDeviceSetup);
-    if (worst >= 0) return raise_error(comm, static_cast<Err>(worst), __func__);
+    if (worst >= 0) return static_cast<Err>(worst);
   } else {
     device::DevStatus st = device::DevStatus::kOk;
     owner->ipc = device::DevComm::create(h, &st);
     int worst = agree(comm, status_error(st));
-    if (worst >= 0) return raise_error(comm, static_cast<Err>(worst), __func__);
+    if (worst >= 0) return static_cast<Err>(worst);
     std::vector<unsigned char> all(static_cast<std::size_t>(h.size) * device::kIpcHandleBytes);
     PMPI_Allgather(owner->ipc->ipc_handle(), device::kIpcHandleBytes, MPI_BYTE, all.data(), device::kIpcHandleBytes,
                    MPI_BYTE, comm);
     st = owner->ipc->connect(all.data());
     worst = agree(comm, status_error(st));
-    if (worst >= 0) return raise_error(comm, static_cast<Err>(worst), __func__);
+    if (worst >= 0) return static_cast<Err>(worst);
     h = owner->ipc->handle();
     // Peers on this GPU synchronise at GPU scope, the others at system
     // scope (mpixd_near).
@@ -153,7 +112,35 @@ int MPIX_Comm_device_handle(MPI_Comm comm, MPIX_Device_comm *handle) {
         h.gpu_peers |= std::uint64_t{1} << r;
   }
   owner->h = h;
-  *handle = h;
+  *out = std::move(owner);
+  return Err::kCount;
+}
+
+}  // namespace mpix::devhandle
+
+int MPIX_Comm_device_handle(MPI_Comm comm, MPIX_Device_comm *handle) {
+  if (!runtime_active()) return raise_error(comm, Err::kNotInitialized, __func__);
+  if (comm == MPI_COMM_NULL) return raise_error(comm, Err::kInvalidComm, __func__);
+  if (handle == nullptr) return raise_error(comm, Err::kInvalidArg, __func__);
+  auto c = p2p::p2p_find(comm);
+  if (!c || !c->handled() || !c->hints().no_wildcards())
+    return raise_error(comm, Err::kDeviceCommNotHandled, __func__);
+  if (g_keyval == MPI_KEYVAL_INVALID)
+    PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, delete_devcomm, &g_keyval, nullptr);
+  void *attr = nullptr;
+  int found = 0;
+  PMPI_Comm_get_attr(comm, g_keyval, &attr, &found);
+  if (found) {  // one set of mailboxes per communicator
+    *handle = static_cast<DeviceHandle *>(attr)->h;
+    return MPI_SUCCESS;
+  }
+  int inter = 0;
+  PMPI_Comm_test_inter(comm, &inter);
+  if (inter) return raise_error(comm, Err::kInvalidComm, __func__);
+  std::unique_ptr<DeviceHandle> owner;
+  const Err e = devhandle::create(comm, false, &owner);
+  if (e != Err::kCount) return raise_error(comm, e, __func__);
+  *handle = owner->h;
   PMPI_Comm_set_attr(comm, g_keyval, owner.release());
   return MPI_SUCCESS;
 }

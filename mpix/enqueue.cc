@@ -6,6 +6,7 @@
 #include <cstring>
 #include <unordered_map>
 
+#include "enqueue_kernel.h"
 #include "progress/thread.h"
 #include "src/errors.h"
 #include "src/p2p/api_common.h"
@@ -82,14 +83,6 @@ GpuPoller &poller() {
   return p;
 }
 
-// An operation failed on the progress thread, where nobody can return the
-// error: it goes into the status the stream's user reads, and on stderr.
-void report(const Op &op, int rc) {
-  char text[MPI_MAX_ERROR_STRING];
-  int len = 0;
-  if (PMPI_Error_string(rc, text, &len) != MPI_SUCCESS) std::snprintf(text, sizeof text, "error %d", rc);
-  std::fprintf(stderr, "[mpix] %s (stream operation %u) failed: %s\n", op.func, op.seq, text);
-}
 
 bool GpuPoller::add(const std::shared_ptr<Stream> &s) {
   std::lock_guard<std::mutex> g(mutex_);
@@ -113,6 +106,9 @@ void GpuPoller::snapshot() {
 }
 
 int GpuPoller::poll() {
+  // The operations' MPI calls fail into their streams' reports, never into
+  // an error handler on this thread.
+  InternalThread internal;
   snapshot();
   int moved = 0;
   for (auto &s : polled_) moved += poll_stream(*s);
@@ -140,12 +136,14 @@ int GpuPoller::poll_stream(Stream &s) {
     statuses_.resize(n);
     for (int i = 0; i < n; ++i) inner_[i] = q.running[i]->inner;
     int outcount = 0;
-    MPI_Testsome(n, inner_.data(), &outcount, indices_.data(), statuses_.data());
+    const int rc = MPI_Testsome(n, inner_.data(), &outcount, indices_.data(), statuses_.data());
     if (outcount != MPI_UNDEFINED && outcount > 0) {
       for (int i = 0; i < outcount; ++i) {
         EnqRequest &r = *q.running[indices_[i]];
         r.inner = MPI_REQUEST_NULL;
         r.status = statuses_[i];
+        if (rc != MPI_ERR_IN_STATUS) r.status.MPI_ERROR = MPI_SUCCESS;
+        else if (r.status.MPI_ERROR != MPI_SUCCESS) report(s, Op{}, r.status.MPI_ERROR);
         r.done = true;
       }
       q.running.erase(std::remove_if(q.running.begin(), q.running.end(),
@@ -181,9 +179,37 @@ int GpuPoller::poll_stream(Stream &s) {
   return moved;
 }
 
+// Statuses of GPU-run operations, out of host-mapped memory (the stream
+// reached this point, so the kernels that wrote them are done).
+void fill_statuses(const Op &op) {
+  for (const StatusFill &f : op.fills) {
+    MPI_Status *st = f.out;
+    std::size_t got = 0;
+    int error = MPI_SUCCESS;
+    if (f.result != nullptr) {
+      const std::size_t bytes = static_cast<std::size_t>(f.result->bytes);
+      got = bytes < f.capacity ? bytes : f.capacity;
+      if (f.result->status == MPIX_DEVICE_ERR_TRUNCATE) error = MPI_ERR_TRUNCATE;
+      else if (f.result->status != MPIX_DEVICE_SUCCESS) error = MPI_ERR_OTHER;
+      f.exec->give_back(f.result);
+    }
+    PMPI_Status_set_elements_x(st, MPI_BYTE, static_cast<MPI_Count>(got));
+    PMPI_Status_set_cancelled(st, 0);
+    st->MPI_SOURCE = f.source;
+    st->MPI_TAG = f.tag;
+    st->MPI_ERROR = error;
+  }
+}
+
 // Starts or tests op; returns 1 when something happened.
 int GpuPoller::advance(Stream &s, Op &op) {
   Queue &q = *s.queue;
+  if (op.type == OpType::kStatus) {
+    fill_statuses(op);
+    s.trigger->complete(op.seq);
+    op.finished = true;
+    return 1;
+  }
   if (!op.started) {
     op.started = true;
     int rc = MPI_SUCCESS;
@@ -194,11 +220,12 @@ int GpuPoller::advance(Stream &s, Op &op) {
       case OpType::kIsend: rc = MPI_Isend(op.sbuf, op.count, op.dtype, op.peer, op.tag, op.comm, inner); break;
       case OpType::kRecv:
       case OpType::kIrecv: rc = MPI_Irecv(op.rbuf, op.count, op.dtype, op.peer, op.tag, op.comm, inner); break;
-      case OpType::kWait: break;
+      case OpType::kWait:
+      case OpType::kStatus: break;
     }
     if (op.dtype_owned) PMPI_Type_free(&op.dtype);  // the started operation holds its own reference
     if (rc != MPI_SUCCESS) {
-      report(op, rc);
+      report(s, op, rc);
       *inner = MPI_REQUEST_NULL;
     }
     if (op.type == OpType::kIsend || op.type == OpType::kIrecv) {
@@ -241,12 +268,14 @@ int GpuPoller::advance(Stream &s, Op &op) {
   MPI_Status st;
   const int rc = MPI_Test(&op.inner, &flag, &st);
   if (rc != MPI_SUCCESS) {
-    report(op, rc);
+    report(s, op, rc);
     flag = 1;
     empty_status(&st);
     st.MPI_ERROR = rc;
   }
   if (!flag) return 0;
+  // MPI_Test leaves MPI_ERROR alone on success; the application reads it.
+  if (rc == MPI_SUCCESS) st.MPI_ERROR = MPI_SUCCESS;
   if (op.type == OpType::kRecv && op.status_out != MPI_STATUS_IGNORE) *op.status_out = st;
   s.trigger->complete(op.seq);
   op.finished = true;
@@ -255,12 +284,14 @@ int GpuPoller::advance(Stream &s, Op &op) {
 
 // ---- the enqueuing side ----
 
-// The local stream of comm, or an error raised on comm.
-int resolve(MPI_Comm comm, const char *func, Stream **s) {
+// The stream side of comm, or an error raised on comm; a failure the stream
+// kept since the last call is raised here too.
+int resolve(MPI_Comm comm, const char *func, StreamComm **sc) {
   if (!runtime_active()) return raise_error(comm, Err::kNotInitialized, func);
   if (comm == MPI_COMM_NULL) return raise_error(comm, Err::kInvalidComm, func);
-  *s = comm_stream(comm);
-  if (*s == nullptr) return raise_error(comm, Err::kStreamNone, func);
+  *sc = comm_stream(comm);
+  if (*sc == nullptr) return raise_error(comm, Err::kStreamNone, func);
+  if ((*sc)->stream->gpu()) return raise_failure(*(*sc)->stream, comm, func);
   return MPI_SUCCESS;
 }
 
@@ -275,6 +306,8 @@ void hold_type(Op &op, MPI_Datatype dtype) {
   if (PMPI_Type_dup(dtype, &op.dtype) == MPI_SUCCESS) op.dtype_owned = true;
   else op.dtype = dtype;
 }
+
+}  // namespace
 
 // Queues op on s and pushes its trigger (and wait, if blocking) into the
 // CUDA stream. A full queue waits for the progress thread to retire
@@ -312,6 +345,8 @@ int enqueue(Stream &s, std::unique_ptr<Op> op, bool blocking, MPI_Comm err_comm)
   return MPI_SUCCESS;
 }
 
+namespace {
+
 int gpu_p2p(Stream &s, OpType type, const void *sbuf, void *rbuf, int count, MPI_Datatype dtype, int peer, int tag,
             MPI_Comm comm, MPI_Status *status, MPI_Request *request, const char *func) {
   auto c = p2p::p2p_find(comm);
@@ -322,6 +357,7 @@ int gpu_p2p(Stream &s, OpType type, const void *sbuf, void *rbuf, int count, MPI
   if (cls != MPI_SUCCESS) return p2p::raise_class(comm, cls);
   const bool nonblocking = type == OpType::kIsend || type == OpType::kIrecv;
   if (nonblocking && request == nullptr) return p2p::raise_class(comm, MPI_ERR_REQUEST);
+  stream_stats().host_driven.fetch_add(1, std::memory_order_relaxed);
   auto op = std::make_unique<Op>();
   op->type = type;
   op->func = func;
@@ -356,6 +392,23 @@ int gpu_p2p(Stream &s, OpType type, const void *sbuf, void *rbuf, int count, MPI
 
 }  // namespace
 
+void report(Stream &s, const Op &op, int rc) {
+  char text[MPI_MAX_ERROR_STRING];
+  int len = 0;
+  if (PMPI_Error_string(rc, text, &len) != MPI_SUCCESS) std::snprintf(text, sizeof text, "error %d", rc);
+  std::fprintf(stderr, "[mpix] %s (stream operation %u) failed: %s\n", op.func, op.seq, text);
+  int none = 0;
+  s.failed.compare_exchange_strong(none, rc, std::memory_order_acq_rel);
+}
+
+int raise_failure(Stream &s, MPI_Comm comm, const char *func) {
+  if (s.failed.load(std::memory_order_acquire) == 0) return MPI_SUCCESS;
+  const int rc = s.failed.exchange(0, std::memory_order_acq_rel);
+  int cls = MPI_ERR_OTHER;
+  PMPI_Error_class(rc, &cls);
+  return raise_error(comm, cls == MPI_ERR_TRUNCATE ? Err::kStreamTruncate : Err::kStreamOpFailed, func);
+}
+
 bool gpu_stream_attach(const std::shared_ptr<Stream> &s) { return poller().add(s); }
 
 void gpu_stream_detach(Stream *s) { poller().remove(s); }
@@ -367,9 +420,14 @@ bool gpu_stream_busy(Stream *s) {
 }
 
 void enq_request_insert(const std::shared_ptr<EnqRequest> &r) {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    p2p::enqueued_handles_register([](MPI_Request h) { return enq_request_find(h) != nullptr; });
+  });
   RequestTable &t = requests();
   std::lock_guard<std::mutex> g(t.mutex);
   t.live[request_key(r->handle)] = r;
+  p2p::enqueued_handles_add(1);
 }
 
 std::shared_ptr<EnqRequest> enq_request_find(MPI_Request h) {
@@ -384,7 +442,7 @@ void enq_request_retire(EnqRequest &r) {
   {
     RequestTable &t = requests();
     std::lock_guard<std::mutex> g(t.mutex);
-    t.live.erase(request_key(r.handle));
+    if (t.live.erase(request_key(r.handle)) > 0) p2p::enqueued_handles_add(-1);
   }
   // The operation itself goes on; only the handle, which the application
   // gave up, returns to MPI.
@@ -396,47 +454,103 @@ void enq_request_retire(EnqRequest &r) {
 
 // ---- the API ----
 
-int MPIX_Send_enqueue(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm) {
-  Stream *s = nullptr;
-  if (const int rc = resolve(comm, __func__, &s)) return rc;
+namespace {
+
+int enqueue_p2p(OpType type, const void *sbuf, void *rbuf, int count, MPI_Datatype dtype, int peer, int tag,
+                MPI_Comm comm, MPI_Status *status, MPI_Request *request, const char *func) {
+  StreamComm *sc = nullptr;
+  if (const int rc = resolve(comm, func, &sc)) return rc;
+  Stream *s = sc->stream;
   StreamClaim claim(s);
-  if (!claim.ok()) return raise_error(comm, Err::kStreamConcurrent, __func__);
+  if (!claim.ok()) return raise_error(comm, Err::kStreamConcurrent, func);
   // A host stream's operations run at once, in call order, on this thread.
-  if (!s->gpu()) return MPI_Send(buf, count, datatype, dest, tag, comm);
-  return gpu_p2p(*s, OpType::kSend, buf, nullptr, count, datatype, dest, tag, comm, MPI_STATUS_IGNORE, nullptr,
-                 __func__);
+  if (!s->gpu()) {
+    switch (type) {
+      case OpType::kSend: return MPI_Send(sbuf, count, dtype, peer, tag, comm);
+      case OpType::kRecv: return MPI_Recv(rbuf, count, dtype, peer, tag, comm, status);
+      case OpType::kIsend: return MPI_Isend(sbuf, count, dtype, peer, tag, comm, request);
+      case OpType::kIrecv: return MPI_Irecv(rbuf, count, dtype, peer, tag, comm, request);
+      default: return raise_error(comm, Err::kInternal, func);
+    }
+  }
+  if (sc->kernel) return sc->kernel->p2p(*s, type, sbuf, rbuf, count, dtype, peer, tag, comm, status, request, func);
+  return gpu_p2p(*s, type, sbuf, rbuf, count, dtype, peer, tag, comm, status, request, func);
+}
+
+void write_empty(MPI_Status *st) {
+  if (st != MPI_STATUS_IGNORE) empty_status(st);
+}
+
+// MPIX_Wait_enqueue / MPIX_Waitall_enqueue on the requests of stream s
+// (nullptr entries: MPI_REQUEST_NULL), outs[i] the status of reqs[i].
+// GPU-run requests wait in kernels (one per communicator); host-driven ones
+// in one operation of the progress thread; statuses of GPU-run receives are
+// copied last, by the progress thread, only where the application asked.
+int wait_enqueued(Stream &s, const std::vector<std::shared_ptr<EnqRequest>> &reqs,
+                  const std::vector<MPI_Status *> &outs, bool waitall, MPI_Status *statuses, const char *func) {
+  std::vector<KernelComm *> comms;
+  bool host = false;
+  for (std::size_t i = 0; i < reqs.size(); ++i) {
+    const auto &r = reqs[i];
+    if (!r) {
+      write_empty(outs[i]);
+      continue;
+    }
+    if (r->kernel == nullptr) host = true;
+    else if (std::find(comms.begin(), comms.end(), r->kernel) == comms.end()) comms.push_back(r->kernel);
+  }
+  std::vector<StatusFill> fills;
+  for (KernelComm *k : comms)
+    if (const int rc = k->wait(s, reqs, outs, &fills, func)) return rc;
+  if (host) {
+    auto op = std::make_unique<Op>();
+    op->type = OpType::kWait;
+    op->func = func;
+    for (const auto &r : reqs) op->waits.push_back(r && r->kernel == nullptr ? r : nullptr);
+    op->waitall = waitall;
+    op->statuses_out = statuses;
+    op->status_out = waitall ? MPI_STATUS_IGNORE : outs[0];
+    if (const int rc = enqueue(s, std::move(op), true, MPI_COMM_SELF)) return rc;
+  }
+  const bool results = std::any_of(fills.begin(), fills.end(), [](const StatusFill &f) { return f.result != nullptr; });
+  if (!results) {
+    // Nothing the GPU writes: the statuses are known now.
+    for (const StatusFill &f : fills) {
+      write_empty(f.out);
+      f.out->MPI_SOURCE = f.source;
+      f.out->MPI_TAG = f.tag;
+    }
+    return MPI_SUCCESS;
+  }
+  auto op = std::make_unique<Op>();
+  op->type = OpType::kStatus;
+  op->func = func;
+  op->fills = std::move(fills);
+  return enqueue(s, std::move(op), true, MPI_COMM_SELF);
+}
+
+}  // namespace
+
+int MPIX_Send_enqueue(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm) {
+  return enqueue_p2p(OpType::kSend, buf, nullptr, count, datatype, dest, tag, comm, MPI_STATUS_IGNORE, nullptr,
+                     __func__);
 }
 
 int MPIX_Recv_enqueue(void *buf, int count, MPI_Datatype datatype, int source, int tag, MPI_Comm comm,
                       MPI_Status *status) {
-  Stream *s = nullptr;
-  if (const int rc = resolve(comm, __func__, &s)) return rc;
-  StreamClaim claim(s);
-  if (!claim.ok()) return raise_error(comm, Err::kStreamConcurrent, __func__);
-  if (!s->gpu()) return MPI_Recv(buf, count, datatype, source, tag, comm, status);
-  return gpu_p2p(*s, OpType::kRecv, nullptr, buf, count, datatype, source, tag, comm, status, nullptr, __func__);
+  return enqueue_p2p(OpType::kRecv, nullptr, buf, count, datatype, source, tag, comm, status, nullptr, __func__);
 }
 
 int MPIX_Isend_enqueue(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm,
                        MPI_Request *request) {
-  Stream *s = nullptr;
-  if (const int rc = resolve(comm, __func__, &s)) return rc;
-  StreamClaim claim(s);
-  if (!claim.ok()) return raise_error(comm, Err::kStreamConcurrent, __func__);
-  if (!s->gpu()) return MPI_Isend(buf, count, datatype, dest, tag, comm, request);
-  return gpu_p2p(*s, OpType::kIsend, buf, nullptr, count, datatype, dest, tag, comm, MPI_STATUS_IGNORE, request,
-                 __func__);
+  return enqueue_p2p(OpType::kIsend, buf, nullptr, count, datatype, dest, tag, comm, MPI_STATUS_IGNORE, request,
+                     __func__);
 }
 
 int MPIX_Irecv_enqueue(void *buf, int count, MPI_Datatype datatype, int source, int tag, MPI_Comm comm,
                        MPI_Request *request) {
-  Stream *s = nullptr;
-  if (const int rc = resolve(comm, __func__, &s)) return rc;
-  StreamClaim claim(s);
-  if (!claim.ok()) return raise_error(comm, Err::kStreamConcurrent, __func__);
-  if (!s->gpu()) return MPI_Irecv(buf, count, datatype, source, tag, comm, request);
-  return gpu_p2p(*s, OpType::kIrecv, nullptr, buf, count, datatype, source, tag, comm, MPI_STATUS_IGNORE, request,
-                 __func__);
+  return enqueue_p2p(OpType::kIrecv, nullptr, buf, count, datatype, source, tag, comm, MPI_STATUS_IGNORE, request,
+                     __func__);
 }
 
 int MPIX_Wait_enqueue(MPI_Request *request, MPI_Status *status) {
@@ -448,13 +562,8 @@ int MPIX_Wait_enqueue(MPI_Request *request, MPI_Status *status) {
   Stream &s = *r->stream;
   StreamClaim claim(&s);
   if (!claim.ok()) return raise_error(MPI_COMM_SELF, Err::kStreamConcurrent, __func__);
-  auto op = std::make_unique<Op>();
-  op->type = OpType::kWait;
-  op->func = __func__;
-  op->waits.push_back(r);
-  op->status_out = status;
-  const int rc = enqueue(s, std::move(op), true, MPI_COMM_SELF);
-  if (rc != MPI_SUCCESS) return rc;
+  if (const int rc = raise_failure(s, MPI_COMM_SELF, __func__)) return rc;
+  if (const int rc = wait_enqueued(s, {r}, {status}, false, MPI_STATUSES_IGNORE, __func__)) return rc;
   enq_request_retire(*r);
   *request = MPI_REQUEST_NULL;
   return MPI_SUCCESS;
@@ -483,14 +592,11 @@ int MPIX_Waitall_enqueue(int count, MPI_Request array_of_requests[], MPI_Status 
   if (theirs > 0) return raise_error(MPI_COMM_SELF, Err::kStreamRequest, __func__);
   StreamClaim claim(s);
   if (!claim.ok()) return raise_error(MPI_COMM_SELF, Err::kStreamConcurrent, __func__);
-  auto op = std::make_unique<Op>();
-  op->type = OpType::kWait;
-  op->func = __func__;
-  op->waits = found;
-  op->waitall = true;
-  op->statuses_out = array_of_statuses;
-  const int rc = enqueue(*s, std::move(op), true, MPI_COMM_SELF);
-  if (rc != MPI_SUCCESS) return rc;
+  if (const int rc = raise_failure(*s, MPI_COMM_SELF, __func__)) return rc;
+  std::vector<MPI_Status *> outs(static_cast<std::size_t>(count), MPI_STATUS_IGNORE);
+  if (array_of_statuses != MPI_STATUSES_IGNORE)
+    for (int i = 0; i < count; ++i) outs[i] = &array_of_statuses[i];
+  if (const int rc = wait_enqueued(*s, found, outs, true, array_of_statuses, __func__)) return rc;
   for (int i = 0; i < count; ++i) {
     if (!found[i]) continue;
     enq_request_retire(*found[i]);

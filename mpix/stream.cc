@@ -5,9 +5,11 @@
 #include <cstring>
 #include <unordered_map>
 
+#include "enqueue_kernel.h"
 #include "progress/thread.h"
 #include "src/errors.h"
 #include "src/p2p/comms.h"
+#include "src/p2p/engine.h"
 #include "src/runtime.h"
 
 using namespace mpix;
@@ -35,10 +37,12 @@ Table &table() {
   return t;
 }
 
-// Stream communicators carry their Stream* as an attribute: it dies with
-// the communicator whoever frees it, and stops counting against the stream.
+// Stream communicators carry their StreamComm as an attribute: it dies with
+// the communicator whoever frees it (collectively: a GPU-run communicator's
+// mailboxes go with it), and stops counting against the stream.
 int delete_stream_attr(MPI_Comm, int, void *attr, void *) {
-  static_cast<Stream *>(attr)->comms.fetch_sub(1, std::memory_order_acq_rel);
+  std::unique_ptr<StreamComm> owned(static_cast<StreamComm *>(attr));
+  owned->stream->comms.fetch_sub(1, std::memory_order_acq_rel);
   return MPI_SUCCESS;
 }
 
@@ -105,13 +109,16 @@ std::shared_ptr<Stream> stream_find(MPIX_Stream h) {
   return it == t.streams.end() ? nullptr : it->second;
 }
 
-Stream *comm_stream(MPI_Comm comm) {
+StreamComm::StreamComm() = default;
+StreamComm::~StreamComm() = default;
+
+StreamComm *comm_stream(MPI_Comm comm) {
   const int keyval = table().keyval.load(std::memory_order_acquire);
   if (keyval == MPI_KEYVAL_INVALID || comm == MPI_COMM_NULL) return nullptr;
   void *attr = nullptr;
   int flag = 0;
   if (PMPI_Comm_get_attr(comm, keyval, &attr, &flag) != MPI_SUCCESS || !flag) return nullptr;
-  return static_cast<Stream *>(attr);
+  return static_cast<StreamComm *>(attr);
 }
 
 void streams_finalize() {
@@ -227,15 +234,29 @@ int MPIX_Stream_comm_create(MPI_Comm comm, MPIX_Stream stream, MPI_Comm *newcomm
   // The progress thread's sends and receives go through mpix's engine,
   // with MPI's full matching (wildcards included).
   rc = p2p::comm_created(dup, p2p::Hints{}, /*force=*/true);
+  // Collective on every rank, whatever its stream: the ranks agree whether
+  // the GPU runs this communicator's operations.
+  std::unique_ptr<KernelComm> kernel = KernelComm::create(dup, s.get());
+  if (kernel) {
+    // Matched by the device tables: no wildcards, and no host calls.
+    if (auto c = p2p::p2p_find(dup)) {
+      c->add_hints(p2p::Hints{true, true, false});
+      c->set_gpu_run();
+    }
+  }
   if (rc == MPI_SUCCESS && s) {
     {
       std::lock_guard<std::mutex> g(table().mutex);
       rc = ensure_keyvals();
     }
     if (rc == MPI_SUCCESS) {
+      auto sc = std::make_unique<StreamComm>();
+      sc->stream = s.get();
+      sc->kernel = std::move(kernel);
       s->comms.fetch_add(1, std::memory_order_acq_rel);
-      rc = PMPI_Comm_set_attr(dup, table().keyval.load(std::memory_order_acquire), s.get());
-      if (rc != MPI_SUCCESS) s->comms.fetch_sub(1, std::memory_order_acq_rel);
+      rc = PMPI_Comm_set_attr(dup, table().keyval.load(std::memory_order_acquire), sc.get());
+      if (rc == MPI_SUCCESS) sc.release();
+      else s->comms.fetch_sub(1, std::memory_order_acq_rel);
     }
   }
   if (rc == MPI_SUCCESS && stream != MPIX_STREAM_NULL && !s) {
@@ -251,10 +272,10 @@ int MPIX_Comm_get_stream(MPI_Comm comm, int idx, MPIX_Stream *stream) {
   if (!runtime_active()) return raise_error(comm, Err::kNotInitialized, __func__);
   if (comm == MPI_COMM_NULL) return raise_error(comm, Err::kInvalidComm, __func__);
   if (stream == nullptr) return raise_error(comm, Err::kInvalidArg, __func__);
-  Stream *s = comm_stream(comm);
+  StreamComm *sc = comm_stream(comm);
   // One local stream per communicator: index 0 (MPICH also accepts -1 for
   // "the only one").
-  if (s != nullptr && idx != 0 && idx != -1) return raise_error(comm, Err::kInvalidArg, __func__);
-  *stream = s != nullptr ? s->handle : MPIX_STREAM_NULL;
+  if (sc != nullptr && idx != 0 && idx != -1) return raise_error(comm, Err::kInvalidArg, __func__);
+  *stream = sc != nullptr ? sc->stream->handle : MPIX_STREAM_NULL;
   return MPI_SUCCESS;
 }

@@ -21,12 +21,14 @@
 #include <mutex>
 #include <vector>
 
+#include "device/stream_exec.h"
 #include "device/stream_trigger.h"
 #include "mpix.h"
 
 namespace mpix::stream {
 
 struct Stream;
+class KernelComm;
 
 // What an MPIX_Isend_enqueue/MPIX_Irecv_enqueue handle of a GPU stream
 // stands for. The handle is a generalized request (a valid MPI_Request that
@@ -35,13 +37,32 @@ struct Stream;
 struct EnqRequest {
   MPI_Request handle = MPI_REQUEST_NULL;
   Stream *stream = nullptr;
+  // Run by the GPU (KernelComm): the device request, and what the wait
+  // must do after it. Enqueuing thread only.
+  KernelComm *kernel = nullptr;
+  gpu::DeviceRequest dreq = nullptr;
+  bool recv = false;
+  int peer = MPI_PROC_NULL, tag = 0;
+  std::size_t capacity = 0;      // receive buffer bytes
+  void *staged = nullptr;        // device staging of a pageable buffer
+  void *user_buf = nullptr;      // the pageable receive buffer staged for
   // Progress thread only, from here on.
   MPI_Request inner = MPI_REQUEST_NULL;  // the started send/receive
   bool done = false;
   MPI_Status status{};
 };
 
-enum class OpType : std::uint8_t { kSend, kRecv, kIsend, kIrecv, kWait };
+enum class OpType : std::uint8_t { kSend, kRecv, kIsend, kIrecv, kWait, kStatus };
+
+// A status a GPU-run operation left in host-mapped memory, copied into the
+// application's MPI_Status by the progress thread (kStatus).
+struct StatusFill {
+  gpu::ExecResult *result = nullptr;  // null: an empty status (sends, MPI_PROC_NULL)
+  MPI_Status *out = nullptr;
+  int source = MPI_PROC_NULL, tag = MPI_ANY_TAG;
+  std::size_t capacity = 0;
+  gpu::StreamExec *exec = nullptr;  // takes the result back
+};
 
 // One deferred operation of a GPU stream. Written by the enqueuing thread
 // before it is queued; afterwards only the progress thread touches it.
@@ -62,6 +83,7 @@ struct Op {
   std::vector<std::shared_ptr<EnqRequest>> waits;  // kWait (nullptr: was MPI_REQUEST_NULL)
   MPI_Status *statuses_out = MPI_STATUSES_IGNORE;  // kWait from Waitall
   bool waitall = false;
+  std::vector<StatusFill> fills;                   // kStatus
   // Progress thread state.
   bool started = false;
   bool finished = false;
@@ -86,13 +108,25 @@ struct Stream {
   std::unique_ptr<Queue> queue;                 // GPU streams
   std::atomic<int> comms{0};                    // stream communicators using it
   std::atomic<bool> in_use{false};              // an MPIX call runs on it now
+  // The first host-driven operation that failed (its MPI error code; 0:
+  // none): reported by the next call on the stream, then cleared.
+  std::atomic<int> failed{0};
   bool gpu() const { return trigger != nullptr; }
+};
+
+// What a stream communicator carries (its attribute): its local stream and,
+// when its operations run on the GPU, their state.
+struct StreamComm {
+  Stream *stream = nullptr;
+  std::unique_ptr<KernelComm> kernel;
+  StreamComm();
+  ~StreamComm();
 };
 
 // The live stream behind h, or nullptr (never created, freed, NULL).
 std::shared_ptr<Stream> stream_find(MPIX_Stream h);
-// The local stream of comm (a stream communicator), or nullptr.
-Stream *comm_stream(MPI_Comm comm);
+// The stream side of comm (a stream communicator), or nullptr.
+StreamComm *comm_stream(MPI_Comm comm);
 
 // Claims s for one MPIX call: a stream is a serial context, and two threads
 // inside it at once is an error we can detect cheaply.
@@ -125,6 +159,14 @@ std::shared_ptr<EnqRequest> enq_request_find(MPI_Request h);
 void enq_request_retire(EnqRequest &r);
 // MPI_Finalize: drops every stream and outstanding handle.
 void streams_finalize();
+// Queues op on s and pushes its trigger (and wait, if blocking) into the
+// CUDA stream; raises on err_comm if the stream refuses it.
+int enqueue(Stream &s, std::unique_ptr<Op> op, bool blocking, MPI_Comm err_comm);
+// An operation failed on the progress thread, where nobody can return the
+// error: on stderr, and kept for the next call on the stream.
+void report(Stream &s, const Op &op, int rc);
+// Raises (on comm) a failure a stream kept since the last call; else 0.
+int raise_failure(Stream &s, MPI_Comm comm, const char *func);
 
 }  // namespace mpix::stream
 

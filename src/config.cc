@@ -33,6 +33,11 @@ const ConfigVar kVars[] = {
      "may hang)"},
     {"MPIX_STREAM_QUEUE_DEPTH", "1024",
      "operations enqueued on one GPU stream and not yet triggered by it; a further *_enqueue waits for room"},
+    {"MPIX_STREAM_PATH", "auto",
+     "who runs the *_enqueue operations of a GPU stream communicator: auto: kernels on the stream itself move "
+     "the data through CUDA-IPC mailboxes when every rank is on this node with a GPU stream (no host on the "
+     "path; host MPI_Send/MPI_Recv on that communicator are refused), else the host-driven path; host: always "
+     "the host-driven path (the progress thread, MPI underneath; host calls match enqueued ones)"},
     {"MPIX_GPU", "on",
      "on: device buffers in point-to-point calls are recognised (one CUDA driver query per send and delivery); "
      "off: every buffer is taken for host memory (no query)"},
@@ -194,6 +199,8 @@ Config config_from_env(char *errors, int errors_len) {
   });
   r.read("MPIX_STREAM_QUEUE_DEPTH", "1 .. 1048576",
          [&](const char *v) { return parse_int(v, 1, 1 << 20, &c.stream_queue_depth); });
+  r.read("MPIX_STREAM_PATH", "auto or host",
+         [&](const char *v) { return parse_word(v, {"auto", "host"}, {false, true}, &c.stream_host_path); });
   r.read("MPIX_GPU", "on or off",
          [&](const char *v) { return parse_word(v, {"on", "1", "off", "0"}, {true, true, false, false}, &c.gpu); });
   r.read("MPIX_GPU_PATH", "auto, ipc or staging", [&](const char *v) {

@@ -19,6 +19,7 @@ struct Config {
   long unexpected_limit;      // MPIX_UNEXPECTED_LIMIT
   int progress_thread;        // MPIX_PROGRESS_THREAD: -1 auto, 0 no, 1 yes
   int stream_queue_depth;     // MPIX_STREAM_QUEUE_DEPTH
+  bool stream_host_path;      // MPIX_STREAM_PATH
   bool gpu;                   // MPIX_GPU
   bool gpu_force_staging;     // MPIX_GPU_PATH
   long gpu_eager_limit;       // MPIX_GPU_EAGER_LIMIT

@@ -42,6 +42,9 @@ const int kClassOther = MPI_ERR_OTHER;
 const int kClassComm = MPI_ERR_COMM;
 const int kClassArg = MPI_ERR_ARG;
 const int kClassIntern = MPI_ERR_INTERN;
+const int kClassTruncate = MPI_ERR_TRUNCATE;
+const int kClassRequest = MPI_ERR_REQUEST;
+const int kClassType = MPI_ERR_TYPE;
 
 // Indexed by Err; the texts are what users read, so they say what to do.
 const ErrorSpec kSpecs[] = {
@@ -90,12 +93,29 @@ const ErrorSpec kSpecs[] = {
     {&kClassOther,
      "mpix: the transport MPIX_TRANSPORT asks for cannot start here (the reason is printed at MPI_Init; "
      "MPIX_TRANSPORT=auto falls back to pmpi)"},
+    {&MPIX_ERR_STREAM,
+     "mpix: an operation enqueued on this stream failed when the stream ran it (its data is incomplete; stderr "
+     "names the operation); reported by the next call on the stream"},
+    {&kClassTruncate,
+     "mpix: a receive enqueued on this stream got a message longer than its buffer (truncated when the stream "
+     "ran it); reported by the next call on the stream"},
+    {&MPIX_ERR_STREAM,
+     "mpix: host point-to-point call on a stream communicator whose enqueued operations run on the GPU (use the "
+     "*_enqueue calls on it, or set MPIX_STREAM_PATH=host so that host calls match enqueued ones)"},
+    {&kClassRequest,
+     "mpix: a host completion call (MPI_Wait, MPI_Test, MPI_Request_free, ...) on a request of "
+     "MPIX_Isend_enqueue/MPIX_Irecv_enqueue: complete it in stream order with MPIX_Wait_enqueue or "
+     "MPIX_Waitall_enqueue"},
+    {&kClassType,
+     "mpix: *_enqueue operations run on the GPU need a contiguous datatype (pack the data first, or set "
+     "MPIX_STREAM_PATH=host)"},
     {&kClassIntern, "mpix: internal error (please report it with MPIX_VERBOSE=2 output)"},
 };
 static_assert(sizeof(kSpecs) / sizeof(kSpecs[0]) == static_cast<size_t>(Err::kCount),
               "one spec per Err value");
 
 int g_codes[static_cast<int>(Err::kCount)];
+thread_local bool t_internal = false;
 bool g_registered = false;
 
 bool is_library_class(const int *cls) {
@@ -151,6 +171,7 @@ int raise_error(MPI_Comm comm, Err e, const char *func) {
   }
   if (e == Err::kInvalidComm || comm == MPI_COMM_NULL) comm = MPI_COMM_SELF;
   const int code = error_code(e);
+  if (t_internal) return code;
   // The job is about to end: say exactly what went wrong first, since the
   // MPI library's abort message knows only the class.
   MPI_Errhandler handler = MPI_ERRHANDLER_NULL;
@@ -165,5 +186,12 @@ int raise_error(MPI_Comm comm, Err e, const char *func) {
   PMPI_Comm_call_errhandler(comm, code);
   return code;
 }
+
+void call_errhandler(MPI_Comm comm, int code) {
+  if (!t_internal) PMPI_Comm_call_errhandler(comm, code);
+}
+
+InternalThread::InternalThread() : was_(t_internal) { t_internal = true; }
+InternalThread::~InternalThread() { t_internal = was_; }
 
 }  // namespace mpix

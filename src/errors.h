@@ -34,6 +34,11 @@ enum class Err : int {
   kDeviceNoGpu,        // MPIX_Comm_device_handle without a usable GPU
   kDeviceSetup,        // mailbox allocation or CUDA IPC mapping failed
   kTransportUnavailable, // MPIX_TRANSPORT names a transport that cannot start
+  kStreamOpFailed,     // an enqueued operation failed when the stream ran it
+  kStreamTruncate,     // an enqueued receive was truncated when the stream ran it
+  kStreamHostCall,     // host point-to-point on a stream communicator run by the GPU
+  kStreamHostWait,     // MPI_Wait & co. on a request of *_enqueue
+  kStreamType,         // non-contiguous datatype in a GPU-run *_enqueue
   kInternal,           // a bug or an underlying failure we cannot classify
   kCount
 };
@@ -55,6 +60,25 @@ const char *error_text(Err e);
 // after MPI_Finalize) no handler exists: the text goes to stderr, prefixed by
 // `func`, and MPI_ERR_OTHER is returned.
 int raise_error(MPI_Comm comm, Err e, const char *func);
+
+// Hands code to comm's error handler, except on mpix's own threads: there
+// the error is only returned (the operation that failed reports it later,
+// where the application called), since a handler is user code and
+// MPI_ERRORS_ARE_FATAL would end the job from a thread it does not know.
+void call_errhandler(MPI_Comm comm, int code);
+
+// Marks the calling thread as one of mpix's own for its lifetime (the
+// progress thread's pollers).
+class InternalThread {
+ public:
+  InternalThread();
+  ~InternalThread();
+  InternalThread(const InternalThread &) = delete;
+  InternalThread &operator=(const InternalThread &) = delete;
+
+ private:
+  bool was_;
+};
 
 }  // namespace mpix
 

@@ -74,6 +74,11 @@ void print_statistics(const char *transport, const progress::TransportStats &t) 
                  g_runtime.world_rank, static_cast<unsigned long long>(g.eager), static_cast<unsigned long long>(g.ipc),
                  static_cast<unsigned long long>(g.staged), static_cast<unsigned long long>(g.host_rendezvous),
                  static_cast<unsigned long long>(g.pageable));
+  const StreamStats &st = stream_stats();
+  if (st.gpu_run + st.host_driven > 0)
+    std::fprintf(stderr, "[mpix] rank %d: stream operations run by the GPU %llu, host-driven %llu\n",
+                 g_runtime.world_rank, static_cast<unsigned long long>(st.gpu_run.load()),
+                 static_cast<unsigned long long>(st.host_driven.load()));
   const p2p::RegionBatchStats s = p2p::region_batch_stats();
   if (s.batches == 0 && s.sequential == 0) return;
   std::fprintf(stderr,
@@ -99,6 +104,11 @@ void stop_threads_at_exit() {
 }
 
 }  // namespace
+
+StreamStats &stream_stats() {
+  static StreamStats s;
+  return s;
+}
 
 bool runtime_active() { return g_active.load(std::memory_order_acquire); }
 

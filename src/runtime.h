@@ -4,6 +4,9 @@
 
 #include <mpi.h>
 
+#include <atomic>
+#include <cstdint>
+
 #include "config.h"
 
 namespace mpix {
@@ -21,6 +24,15 @@ bool runtime_active();
 
 // Valid only while runtime_active().
 const Runtime &runtime();
+
+// Who ran the *_enqueue operations of GPU streams (MPIX_VERBOSE statistics,
+// and tests asserting the path): kernels on the stream, or the progress
+// thread.
+struct StreamStats {
+  std::atomic<std::uint64_t> gpu_run{0};
+  std::atomic<std::uint64_t> host_driven{0};
+};
+StreamStats &stream_stats();
 
 // Called by the MPI_Init/MPI_Init_thread/MPI_Finalize hooks after PMPI_Init*
 // and before PMPI_Finalize; return MPI error codes.

@@ -171,28 +171,21 @@ __device__ __forceinline__ unsigned mpixd_block_lane() {
   return threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
 }
 
-__device__ inline int MPIX_Send_block(const void *buf, size_t bytes, int peer, int tag, const MPIX_Device_comm &comm) {
+/* The IPC path of MPIX_Send_block. numbered: the message's number within
+ * its (peer, tag) is `given` instead of one taken from the counters
+ * (operations a CUDA stream runs are numbered by the host, in enqueue
+ * order: device/stream_exec.cu). */
+__device__ inline int mpixd_send_block(const MPIX_Device_comm *h, const void *buf, size_t bytes, int peer, int tag,
+                                       bool numbered, uint32_t given) {
   __shared__ int s_rc;
   __shared__ uint32_t s_k;
   __shared__ MPIX_Device_request s_req;
-  const MPIX_Device_comm *h = MPIXD_OF(comm);
   const unsigned lane = mpixd_block_lane();
   const unsigned lanes = blockDim.x * blockDim.y * blockDim.z;
-  /* The block's writes to buf before the call are done before anyone
-   * reads it (lane 0 for an inline message, the host on the proxy path:
-   * lane 0's release orders them, through this barrier). */
-  __syncthreads();
-  if (h->path == MPIXD_PATH_PROXY) {  // the host moves the data: one thread posts
-    if (lane == 0) s_rc = MPIX_Send(buf, bytes, peer, tag, comm);
-    __syncthreads();
-    const int rc = s_rc;
-    __syncthreads();
-    return rc;
-  }
   if (lane == 0) {
     s_rc = mpixd_check(h, buf, bytes, peer, tag, &s_req);
-    uint32_t seq = 0;
-    if (s_rc == MPIX_DEVICE_SUCCESS) s_rc = mpixd_take_seq(h, true, peer, tag, 1, &seq);
+    uint32_t seq = given;
+    if (s_rc == MPIX_DEVICE_SUCCESS && !numbered) s_rc = mpixd_take_seq(h, true, peer, tag, 1, &seq);
     if (s_rc == MPIX_DEVICE_SUCCESS) {
       /* Tickets and the table entry (the entry can go before the chunks:
        * the receiver waits for each chunk's own sequence word). */
@@ -242,32 +235,54 @@ __device__ inline int MPIX_Send_block(const void *buf, size_t bytes, int peer, i
   return MPIX_DEVICE_SUCCESS;
 }
 
-__device__ inline int MPIX_Recv_block(void *buf, size_t bytes, int peer, int tag, const MPIX_Device_comm &comm,
-                                      size_t *received) {
+__device__ inline int MPIX_Send_block(const void *buf, size_t bytes, int peer, int tag, const MPIX_Device_comm &comm) {
   __shared__ int s_rc;
-  __shared__ uint32_t s_k;
-  __shared__ size_t s_got;
-  __shared__ MPIX_Device_request s_req;
   const MPIX_Device_comm *h = MPIXD_OF(comm);
-  const unsigned lane = mpixd_block_lane();
-  const unsigned lanes = blockDim.x * blockDim.y * blockDim.z;
-  /* Lanes may still be reading buf (lane 0 writes an inline message into
-   * it alone). */
+  /* The block's writes to buf before the call are done before anyone
+   * reads it (lane 0 for an inline message, the host on the proxy path:
+   * lane 0's release orders them, through this barrier). */
   __syncthreads();
-  if (h->path == MPIXD_PATH_PROXY) {
-    if (lane == 0) s_rc = MPIX_Recv(buf, bytes, peer, tag, comm, &s_got);
+  if (h->path == MPIXD_PATH_PROXY) {  // the host moves the data: one thread posts
+    if (mpixd_block_lane() == 0) s_rc = MPIX_Send(buf, bytes, peer, tag, comm);
     __syncthreads();
     const int rc = s_rc;
-    /* Every lane's `received`, as on the IPC path (it may be per thread). */
-    if (received && (rc == MPIX_DEVICE_SUCCESS || rc == MPIX_DEVICE_ERR_TRUNCATE)) *received = s_got;
     __syncthreads();
     return rc;
   }
+  return mpixd_send_block(h, buf, bytes, peer, tag, false, 0);
+}
+
+/* The IPC path of MPIX_Recv_block; numbered and given as for
+ * mpixd_send_block. */
+__device__ inline int mpixd_recv_block(const MPIX_Device_comm *h, void *buf, size_t bytes, int peer, int tag,
+                                       size_t *received, bool numbered, uint32_t given) {
+  __shared__ int s_rc;
+  __shared__ uint32_t s_k;
+  __shared__ MPIX_Device_request s_req;
+  const unsigned lane = mpixd_block_lane();
+  const unsigned lanes = blockDim.x * blockDim.y * blockDim.z;
   if (lane == 0) {
-    s_rc = mpixd_irecv(h, buf, bytes, peer, tag, &s_req);
     unsigned ns = MPIXD_BACKOFF_MIN_NS;
-    if (s_rc == MPIX_DEVICE_SUCCESS)
-      while (!mpixd_recv_match(h, &s_req)) mpixd_backoff(&ns, MPIXD_BACKOFF_IPC_NS);
+    if (numbered) {
+      /* The message's place in the table is known: poll it directly, as
+       * MPIX_Recv does. */
+      s_rc = mpixd_check(h, buf, bytes, peer, tag, &s_req);
+      if (s_rc == MPIX_DEVICE_SUCCESS) {
+        char *const src_base = h->bases[peer];
+        uint64_t *keys = mpixd_mkeys(h, h->local, peer);
+        const uint32_t b0 = mpixd_bucket(h, tag, given);
+        const uint64_t want = mpixd_mkey(tag, given);
+        int32_t slot;
+        uint64_t key = 0;
+        while ((slot = mpixd_find_at(h->buckets, keys, b0, want, &key)) < 0) mpixd_backoff(&ns, MPIXD_BACKOFF_IPC_NS);
+        mpixd_recv_start(&s_req, buf, bytes, peer, tag, given);
+        mpixd_recv_take(h, &s_req, slot, key, src_base);
+      }
+    } else {
+      s_rc = mpixd_irecv(h, buf, bytes, peer, tag, &s_req);
+      if (s_rc == MPIX_DEVICE_SUCCESS)
+        while (!mpixd_recv_match(h, &s_req)) mpixd_backoff(&ns, MPIXD_BACKOFF_IPC_NS);
+    }
   }
   __syncthreads();
   if (s_rc != MPIX_DEVICE_SUCCESS) {
@@ -303,6 +318,26 @@ __device__ inline int MPIX_Recv_block(void *buf, size_t bytes, int peer, int tag
   if (received) *received = s_req.msg_bytes;
   __syncthreads();
   return rc;
+}
+
+__device__ inline int MPIX_Recv_block(void *buf, size_t bytes, int peer, int tag, const MPIX_Device_comm &comm,
+                                      size_t *received) {
+  __shared__ int s_rc;
+  __shared__ size_t s_got;
+  const MPIX_Device_comm *h = MPIXD_OF(comm);
+  /* Lanes may still be reading buf (lane 0 writes an inline message into
+   * it alone). */
+  __syncthreads();
+  if (h->path == MPIXD_PATH_PROXY) {
+    if (mpixd_block_lane() == 0) s_rc = MPIX_Recv(buf, bytes, peer, tag, comm, &s_got);
+    __syncthreads();
+    const int rc = s_rc;
+    /* Every lane's `received`, as on the IPC path (it may be per thread). */
+    if (received && (rc == MPIX_DEVICE_SUCCESS || rc == MPIX_DEVICE_ERR_TRUNCATE)) *received = s_got;
+    __syncthreads();
+    return rc;
+  }
+  return mpixd_recv_block(h, buf, bytes, peer, tag, received, false, 0);
 }
 
 #endif

@@ -22,7 +22,7 @@ inline std::shared_ptr<P2PComm> lookup(MPI_Comm comm) {
 
 // Raises an MPI error class (or mpix Err) on comm and returns its code.
 inline int raise_class(MPI_Comm comm, int cls) {
-  PMPI_Comm_call_errhandler(comm, cls);
+  call_errhandler(comm, cls);
   return cls;
 }
 
@@ -39,7 +39,7 @@ inline bool null_buffer_allowed(MPI_Datatype dtype) {
 }
 
 // MPI_SUCCESS or the class MPI would raise for these send arguments.
-inline int check_send_args(const P2PComm &c, const void *buf, int count, MPI_Datatype dtype, int dest, int tag) {
+inline int check_send_shape(const P2PComm &c, const void *buf, int count, MPI_Datatype dtype, int dest, int tag) {
   if (count < 0) return MPI_ERR_COUNT;
   if (dtype == MPI_DATATYPE_NULL) return MPI_ERR_TYPE;
   if (buf == nullptr && count > 0 && !null_buffer_allowed(dtype)) return MPI_ERR_BUFFER;
@@ -48,13 +48,24 @@ inline int check_send_args(const P2PComm &c, const void *buf, int count, MPI_Dat
   return MPI_SUCCESS;
 }
 
-inline int check_recv_args(const P2PComm &c, const void *buf, int count, MPI_Datatype dtype, int source, int tag) {
+inline int check_recv_shape(const P2PComm &c, const void *buf, int count, MPI_Datatype dtype, int source, int tag) {
   if (count < 0) return MPI_ERR_COUNT;
   if (dtype == MPI_DATATYPE_NULL) return MPI_ERR_TYPE;
   if (buf == nullptr && count > 0 && !null_buffer_allowed(dtype)) return MPI_ERR_BUFFER;
   if (source != MPI_PROC_NULL && source != MPI_ANY_SOURCE && (source < 0 || source >= c.size())) return MPI_ERR_RANK;
   if (tag != MPI_ANY_TAG && (tag < 0 || tag > tag_ub())) return MPI_ERR_TAG;
   return MPI_SUCCESS;
+}
+
+// The checks of a host point-to-point call: the arguments, and that the
+// communicator's traffic is not run by the GPU (an error code then).
+inline int check_send_args(const P2PComm &c, const void *buf, int count, MPI_Datatype dtype, int dest, int tag) {
+  if (c.gpu_run()) return error_code(Err::kStreamHostCall);
+  return check_send_shape(c, buf, count, dtype, dest, tag);
+}
+inline int check_recv_args(const P2PComm &c, const void *buf, int count, MPI_Datatype dtype, int source, int tag) {
+  if (c.gpu_run()) return error_code(Err::kStreamHostCall);
+  return check_recv_shape(c, buf, count, dtype, source, tag);
 }
 
 // Raises the wildcard error for a receive/probe pattern, if any; else 0.

@@ -69,6 +69,7 @@ void message_status(const Message &m, MPI_Status *status) {
 int check_probe(MPI_Comm comm, const P2PComm &c, int source, int tag, const char *func) {
   if (int rc = check_pattern(comm, c, source, tag, func)) return rc;
   if (!c.handled()) return MPI_SUCCESS;  // the MPI underneath checks the rest
+  if (c.gpu_run()) return raise_error(comm, Err::kStreamHostCall, func);
   if (source != MPI_PROC_NULL && source != MPI_ANY_SOURCE && (source < 0 || source >= c.size()))
     return raise_class(comm, MPI_ERR_RANK);
   if (tag != MPI_ANY_TAG && (tag < 0 || tag > tag_ub())) return raise_class(comm, MPI_ERR_TAG);

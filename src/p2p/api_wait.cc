@@ -92,9 +92,18 @@ int conclude_all(Split &s, int count, MPI_Request reqs[], MPI_Status statuses[],
   return any_error ? MPI_ERR_IN_STATUS : MPI_SUCCESS;
 }
 
+// MPIX_ERR_... for a request of *_enqueue among reqs (see request.h); else 0.
+int refuse_enqueued(const MPI_Request *reqs, int count, const char *func) {
+  if (reqs == nullptr) return MPI_SUCCESS;
+  for (int i = 0; i < count; ++i)
+    if (is_enqueued_handle(reqs[i])) return raise_error(MPI_COMM_SELF, Err::kStreamHostWait, func);
+  return MPI_SUCCESS;
+}
+
 }  // namespace
 
 MPIX_INTERCEPT int MPI_Wait(MPI_Request *request, MPI_Status *status) {
+  if (int rc = refuse_enqueued(request, 1, "MPI_Wait")) return rc;
   if (request == nullptr || request_live() == 0) return PMPI_Wait(request, status);
   auto lock = engine_lock();
   Request *r = request_lookup(*request);
@@ -114,6 +123,7 @@ MPIX_INTERCEPT int MPI_Wait(MPI_Request *request, MPI_Status *status) {
 }
 
 MPIX_INTERCEPT int MPI_Test(MPI_Request *request, int *flag, MPI_Status *status) {
+  if (int rc = refuse_enqueued(request, 1, "MPI_Test")) return rc;
   if (request == nullptr || request_live() == 0) return PMPI_Test(request, flag, status);
   auto lock = engine_lock();
   Request *r = request_lookup(*request);
@@ -136,6 +146,7 @@ MPIX_INTERCEPT int MPI_Test(MPI_Request *request, int *flag, MPI_Status *status)
 }
 
 MPIX_INTERCEPT int MPI_Waitall(int count, MPI_Request reqs[], MPI_Status statuses[]) {
+  if (int rc = refuse_enqueued(reqs, count, "MPI_Waitall")) return rc;
   if (request_live() == 0 || count <= 0) return PMPI_Waitall(count, reqs, statuses);
   auto lock = engine_lock();
   Split s(count, reqs);
@@ -162,6 +173,7 @@ MPIX_INTERCEPT int MPI_Waitall(int count, MPI_Request reqs[], MPI_Status statuse
 }
 
 MPIX_INTERCEPT int MPI_Testall(int count, MPI_Request reqs[], int *flag, MPI_Status statuses[]) {
+  if (int rc = refuse_enqueued(reqs, count, "MPI_Testall")) return rc;
   if (request_live() == 0 || count <= 0) return PMPI_Testall(count, reqs, flag, statuses);
   auto lock = engine_lock();
   Split s(count, reqs);
@@ -231,6 +243,7 @@ int any_pass(Split &s, int count, MPI_Request reqs[], int *index, MPI_Status *st
 }  // namespace
 
 MPIX_INTERCEPT int MPI_Waitany(int count, MPI_Request reqs[], int *index, MPI_Status *status) {
+  if (int rc = refuse_enqueued(reqs, count, "MPI_Waitany")) return rc;
   if (request_live() == 0 || count <= 0) return PMPI_Waitany(count, reqs, index, status);
   auto lock = engine_lock();
   Split s(count, reqs);
@@ -257,6 +270,7 @@ MPIX_INTERCEPT int MPI_Waitany(int count, MPI_Request reqs[], int *index, MPI_St
 }
 
 MPIX_INTERCEPT int MPI_Testany(int count, MPI_Request reqs[], int *index, int *flag, MPI_Status *status) {
+  if (int rc = refuse_enqueued(reqs, count, "MPI_Testany")) return rc;
   if (request_live() == 0 || count <= 0) return PMPI_Testany(count, reqs, index, flag, status);
   auto lock = engine_lock();
   Split s(count, reqs);
@@ -309,6 +323,7 @@ int some_pass(Split &s, int count, MPI_Request reqs[], int *outcount, int indice
 }  // namespace
 
 MPIX_INTERCEPT int MPI_Waitsome(int count, MPI_Request reqs[], int *outcount, int indices[], MPI_Status statuses[]) {
+  if (int rc = refuse_enqueued(reqs, count, "MPI_Waitsome")) return rc;
   if (request_live() == 0 || count <= 0) return PMPI_Waitsome(count, reqs, outcount, indices, statuses);
   auto lock = engine_lock();
   Split s(count, reqs);
@@ -328,6 +343,7 @@ MPIX_INTERCEPT int MPI_Waitsome(int count, MPI_Request reqs[], int *outcount, in
 }
 
 MPIX_INTERCEPT int MPI_Testsome(int count, MPI_Request reqs[], int *outcount, int indices[], MPI_Status statuses[]) {
+  if (int rc = refuse_enqueued(reqs, count, "MPI_Testsome")) return rc;
   if (request_live() == 0 || count <= 0) return PMPI_Testsome(count, reqs, outcount, indices, statuses);
   auto lock = engine_lock();
   Split s(count, reqs);
@@ -342,6 +358,7 @@ MPIX_INTERCEPT int MPI_Testsome(int count, MPI_Request reqs[], int *outcount, in
 }
 
 MPIX_INTERCEPT int MPI_Request_get_status(MPI_Request request, int *flag, MPI_Status *status) {
+  if (int rc = refuse_enqueued(&request, 1, "MPI_Request_get_status")) return rc;
   if (request_live() == 0) return PMPI_Request_get_status(request, flag, status);
   auto lock = engine_lock();
   Request *r = request_lookup(request);
@@ -361,6 +378,7 @@ MPIX_INTERCEPT int MPI_Request_get_status(MPI_Request request, int *flag, MPI_St
 }
 
 MPIX_INTERCEPT int MPI_Request_free(MPI_Request *request) {
+  if (int rc = refuse_enqueued(request, 1, "MPI_Request_free")) return rc;
   if (request == nullptr || request_live() == 0) return PMPI_Request_free(request);
   auto lock = engine_lock();
   Request *r = request_lookup(*request);
@@ -383,6 +401,7 @@ MPIX_INTERCEPT int MPI_Request_free(MPI_Request *request) {
 }
 
 MPIX_INTERCEPT int MPI_Cancel(MPI_Request *request) {
+  if (int rc = refuse_enqueued(request, 1, "MPI_Cancel")) return rc;
   if (request == nullptr || request_live() == 0) return PMPI_Cancel(request);
   auto lock = engine_lock();
   Request *r = request_lookup(*request);

@@ -82,6 +82,10 @@ class P2PComm final : public CommState, public progress::ArrivalSink, public std
   bool region_open() const { return region_open_.load(std::memory_order_acquire); }
   void set_region_open(bool open) { region_open_.store(open, std::memory_order_release); }
   bool handled() const { return handled_; }
+  // A stream communicator whose enqueued operations run on the GPU
+  // (mpix/enqueue_kernel.h): host point-to-point calls cannot match them.
+  bool gpu_run() const { return gpu_run_.load(std::memory_order_acquire); }
+  void set_gpu_run() { gpu_run_.store(true, std::memory_order_release); }
   MPI_Comm user() const { return user_; }
   int rank() const { return rank_; }
   int size() const { return size_; }
@@ -167,6 +171,7 @@ class P2PComm final : public CommState, public progress::ArrivalSink, public std
   std::atomic<unsigned> hint_bits_{0};
   std::atomic<bool> region_open_{false};
   bool handled_ = false;
+  std::atomic<bool> gpu_run_{false};
   MPI_Comm user_ = MPI_COMM_NULL;
   MPI_Comm ctrl_ = MPI_COMM_NULL;
   MPI_Comm data_ = MPI_COMM_NULL;

@@ -132,6 +132,23 @@ void request_release(Request *r) {
 
 int request_live() { return g_live.load(std::memory_order_relaxed); }
 
+namespace {
+std::atomic<int> g_enqueued{0};
+std::atomic<bool (*)(MPI_Request)> g_is_enqueued{nullptr};
+}  // namespace
+
+void enqueued_handles_register(bool (*is_enqueued)(MPI_Request)) {
+  g_is_enqueued.store(is_enqueued, std::memory_order_release);
+}
+
+void enqueued_handles_add(int delta) { g_enqueued.fetch_add(delta, std::memory_order_acq_rel); }
+
+bool is_enqueued_handle(MPI_Request h) {
+  if (g_enqueued.load(std::memory_order_acquire) == 0 || h == MPI_REQUEST_NULL) return false;
+  auto *f = g_is_enqueued.load(std::memory_order_acquire);
+  return f != nullptr && f(h);
+}
+
 void request_finalize() {
   Table &t = table();
   t.live.clear();

@@ -99,6 +99,14 @@ Request *request_lookup(MPI_Request handle);
 void request_release(Request *r);
 // Number of live mpix requests (0: every Wait/Test goes straight to PMPI).
 int request_live();
+
+// Handles of MPIX_Isend_enqueue/MPIX_Irecv_enqueue on GPU streams
+// (mpix/enqueue.cc registers them): they complete only in stream order, so
+// host completion calls refuse them (a clear error instead of a hang). The
+// lookup runs only while such handles exist.
+void enqueued_handles_register(bool (*is_enqueued)(MPI_Request));
+void enqueued_handles_add(int delta);
+bool is_enqueued_handle(MPI_Request h);
 // Completes and frees every pooled generalized request (MPI_Finalize).
 void request_finalize();
 

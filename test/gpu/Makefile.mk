@@ -40,6 +40,16 @@ test_gpu_stream_enqueue_LDFLAGS = -no-install
 test_gpu_stream_enqueue_LINK = $(LIBTOOL) $(AM_V_lt) --tag=CXX --mode=link $(CXX) $(AM_CXXFLAGS) $(CXXFLAGS) \
 	$(test_gpu_stream_enqueue_LDFLAGS) $(LDFLAGS) -o $@
 endif
+# The semantics of *_enqueue on either path (GPU-run and host-driven).
+if HAVE_CUDA
+MPIX_GPU_TESTS += test/gpu/stream_kernel
+check_PROGRAMS += test/gpu/stream_kernel
+test_gpu_stream_kernel_SOURCES = test/gpu/stream_kernel.cu
+test_gpu_stream_kernel_LDADD = src/libmpix.la $(MPI_LIBS) $(CUDA_LIBS)
+test_gpu_stream_kernel_LDFLAGS = -no-install
+test_gpu_stream_kernel_LINK = $(LIBTOOL) $(AM_V_lt) --tag=CXX --mode=link $(CXX) $(AM_CXXFLAGS) $(CXXFLAGS) \
+	$(test_gpu_stream_kernel_LDFLAGS) $(LDFLAGS) -o $@
+endif
 # GPU batch matcher against the CPU one (device/match_gpu.h, src/match/batch.h).
 if HAVE_CUDA
 MPIX_GPU_TESTS += test/gpu/gpu_match

@@ -17,7 +17,9 @@
 # bench-cpu (matching engine and point-to-point benchmarks, native vs mpix
 # per transport, on this quiet 16-core host; MPIX_BENCH_ROWS picks the rows
 # of bench/run_transport_benchmarks.sh), bench-gpu (the GPU benchmarks), bench-match
-# (GPU batch matching against the CPU batch matcher), bench-dev
+# (GPU batch matching against the CPU batch matcher), stream (issue 16:
+# the stream_* tests with memcheck and racecheck, bench_stream and
+# bench_jacobi on both enqueue paths), bench-dev
 # (device-initiated send/recv, bench/bench_dev_p2p), dev-tests (only the
 # dev_* lines of the GPU testlist, with memcheck and racecheck), scaling
 # (issue 8: bench/run_scaling.sh on every GPU of the host). The build
@@ -138,7 +140,7 @@ san_fail=0
 if command -v compute-sanitizer >/dev/null; then
   for t in $(sed -n 's/^\([a-z_0-9]*\) .*/\1/p' test/gpu/testlist | sort -u); do
     # GPU_MATCH_SMALL: gpu_match keeps its batches small under memcheck.
-    if GPU_MATCH_SMALL=1 compute-sanitizer --tool memcheck --error-exitcode 9 "test/gpu/$t" >"$OUT/sanitizer-$t.log" 2>&1; then
+    if GPU_MATCH_SMALL=1 STREAM_TEST_SMALL=1 compute-sanitizer --tool memcheck --error-exitcode 9 "test/gpu/$t" >"$OUT/sanitizer-$t.log" 2>&1; then
       echo "memcheck clean: $t"
     else
       echo "memcheck FAILED: $t (see sanitizer-$t.log)"; san_fail=1
@@ -210,6 +212,34 @@ if [ -x bench/bench_jacobi ]; then
     echo "bench_jacobi failed (exit $?), see bench_jacobi.txt"; bench_fail=1; }
   cat "$OUT/bench_jacobi.txt"
 fi
+fi
+if has_stage stream; then
+log "stream-triggered operations (issue 16): stream_* tests, sanitizers, enqueue and Jacobi benchmarks, both paths"
+grep -E '^stream_' test/gpu/testlist >test/gpu/testlist-stream
+mps_start
+MPIX_TEST_TIMEOUT=120 run_testlist "$OUT/stream-logs" test/gpu/testlist-stream MPIX_UNIT_TESTS= 2>&1 |
+  tee "$OUT/stream-check.log" | grep --line-buffered -E '^(PASS|FAIL|SKIP)|passed'
+[ "${PIPESTATUS[0]}" = 0 ] || check_rc=1
+for path in auto host; do
+  MPIX_STREAM_PATH=$path timeout 90 "$MPIEXEC" -n 2 bench/bench_stream -m 67108864 >"$OUT/bench_stream_$path.txt" 2>&1 ||
+    { echo "bench_stream ($path) failed (exit $?)"; bench_fail=1; }
+  echo "-- bench_stream, MPIX_STREAM_PATH=$path"; cat "$OUT/bench_stream_$path.txt"
+  MPIX_STREAM_PATH=$path timeout 120 "$MPIEXEC" -n 2 bench/bench_jacobi >"$OUT/bench_jacobi_$path.txt" 2>&1 ||
+    { echo "bench_jacobi ($path) failed (exit $?)"; bench_fail=1; }
+  echo "-- bench_jacobi, MPIX_STREAM_PATH=$path"; cat "$OUT/bench_jacobi_$path.txt"
+done
+mps_stop  # compute-sanitizer does not support MPS clients
+for t in stream_kernel stream_enqueue; do
+  for tool in memcheck racecheck; do
+    command -v compute-sanitizer >/dev/null || break
+    if STREAM_TEST_SMALL=1 STREAM_TEST_MANY=300 timeout 150 compute-sanitizer --tool $tool --error-exitcode 9 \
+        "test/gpu/$t" >"$OUT/sanitizer-$t-$tool.log" 2>&1; then
+      echo "$tool clean: $t (1 rank)"
+    else
+      echo "$tool FAILED: $t"; tail -n 20 "$OUT/sanitizer-$t-$tool.log"; san_fail=1
+    fi
+  done
+done
 fi
 if has_stage bench-match; then
   log "benchmark: GPU batch matching vs the CPU batch matcher (bench_gpu_match)"

@@ -1,0 +1,92 @@
+// Stream-ordered send and receive executed by the GPU: small kernels on the
+// application's CUDA stream move the data over a device communicator's IPC
+// mailboxes (include/mpix_device/), so no host copy and no host handshake
+// sits between the stream and the peer. Free of MPI: mpix/enqueue_kernel.cc
+// numbers the operations and keeps the requests; a build without CUDA gets
+// the stub (stream_exec_none.cc), whose create() always fails.
+#ifndef MPIX_DEVICE_STREAM_EXEC_H
+#define MPIX_DEVICE_STREAM_EXEC_H
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "mpix_device/proto.h"
+
+namespace mpix::gpu {
+
+enum class ExecStatus { kOk, kNoGpu, kCudaError };
+
+// What a finished receive (or waited request) reports, written by a kernel
+// into host-mapped memory before the stream moves on.
+struct ExecResult {
+  volatile std::uint64_t bytes;  // the message's size
+  volatile std::int32_t status;  // MPIX_DEVICE_SUCCESS or MPIX_DEVICE_ERR_*
+  volatile std::uint32_t written;
+};
+
+// The first failure a kernel of this stream saw (host-mapped; 0: none).
+struct ExecFailure {
+  std::int32_t code;  // MPIX_DEVICE_ERR_*
+  std::uint32_t op;   // the operation's number (StreamExec's caller counts them)
+};
+
+// Where a buffer of an enqueued operation lives, and the address a kernel
+// uses for it.
+enum class BufferKind { kDevice, kHostMapped, kPageable };
+BufferKind buffer_kind(const void *p, const void **kernel_view);
+
+// A device request of a nonblocking operation (MPIX_Device_request in
+// device memory; the address stays valid for the StreamExec's life).
+using DeviceRequest = MPIX_Device_request *;
+
+class StreamExec {
+ public:
+  // For operations on the CUDA stream `cuda_stream` over `h` (IPC path).
+  static std::unique_ptr<StreamExec> create(void *cuda_stream, const MPIX_Device_comm &h, ExecStatus *status);
+  ~StreamExec();
+  StreamExec(const StreamExec &) = delete;
+  StreamExec &operator=(const StreamExec &) = delete;
+
+  // Blocking operations: the stream moves on once the send buffer may be
+  // reused / the message is in the receive buffer. seq: the message's number
+  // within its (peer, tag); op: the operation's number for failure reports;
+  // out (may be null): where the receive's size and status go.
+  ExecStatus send(const void *buf, std::size_t bytes, int peer, int tag, std::uint32_t seq, std::uint32_t op);
+  ExecStatus recv(void *buf, std::size_t bytes, int peer, int tag, std::uint32_t seq, std::uint32_t op,
+                  ExecResult *out);
+  // Nonblocking: starts `r` in stream order; wait() completes it.
+  ExecStatus isend(DeviceRequest r, const void *buf, std::size_t bytes, int peer, int tag, std::uint32_t seq);
+  ExecStatus irecv(DeviceRequest r, void *buf, std::size_t bytes, int peer, int tag, std::uint32_t seq);
+  // The stream moves on once every request of reqs is complete (results[i]
+  // may be null; results may be empty).
+  ExecStatus wait(const std::vector<DeviceRequest> &reqs, const std::vector<ExecResult *> &results,
+                  std::uint32_t op);
+
+  // Requests and results: taken by the enqueuing thread, given back once a
+  // later operation of the stream no longer needs them (stream order makes
+  // the reuse safe). Grow as needed; never fail but for lack of memory.
+  DeviceRequest take_request();
+  void give_back(DeviceRequest r);
+  ExecResult *take_result();
+  void give_back(ExecResult *r);
+
+  // Stream-ordered staging for pageable host buffers (cudaMallocAsync on the
+  // stream, freed in stream order after the operation that uses it).
+  void *stage(std::size_t bytes);
+  ExecStatus copy(void *dst, const void *src, std::size_t bytes);
+  void unstage(void *p);
+
+  // The first failure a kernel recorded since the last call (cleared).
+  bool take_failure(ExecFailure *f);
+
+ private:
+  struct Impl;
+  explicit StreamExec(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace mpix::gpu
+
+#endif

@@ -1,0 +1,46 @@
+// Without CUDA there is no GPU to run enqueued operations: create() fails and
+// stream communicators keep the host-driven path.
+#include "stream_exec.h"
+
+namespace mpix::gpu {
+
+struct StreamExec::Impl {};
+
+BufferKind buffer_kind(const void *p, const void **kernel_view) {
+  *kernel_view = p;
+  return BufferKind::kPageable;
+}
+
+StreamExec::StreamExec(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+StreamExec::~StreamExec() = default;
+
+std::unique_ptr<StreamExec> StreamExec::create(void *, const MPIX_Device_comm &, ExecStatus *status) {
+  *status = ExecStatus::kNoGpu;
+  return nullptr;
+}
+
+ExecStatus StreamExec::send(const void *, std::size_t, int, int, std::uint32_t, std::uint32_t) {
+  return ExecStatus::kNoGpu;
+}
+ExecStatus StreamExec::recv(void *, std::size_t, int, int, std::uint32_t, std::uint32_t, ExecResult *) {
+  return ExecStatus::kNoGpu;
+}
+ExecStatus StreamExec::isend(DeviceRequest, const void *, std::size_t, int, int, std::uint32_t) {
+  return ExecStatus::kNoGpu;
+}
+ExecStatus StreamExec::irecv(DeviceRequest, void *, std::size_t, int, int, std::uint32_t) {
+  return ExecStatus::kNoGpu;
+}
+ExecStatus StreamExec::wait(const std::vector<DeviceRequest> &, const std::vector<ExecResult *> &, std::uint32_t) {
+  return ExecStatus::kNoGpu;
+}
+DeviceRequest StreamExec::take_request() { return nullptr; }
+void StreamExec::give_back(DeviceRequest) {}
+ExecResult *StreamExec::take_result() { return nullptr; }
+void StreamExec::give_back(ExecResult *) {}
+void *StreamExec::stage(std::size_t) { return nullptr; }
+ExecStatus StreamExec::copy(void *, const void *, std::size_t) { return ExecStatus::kNoGpu; }
+void StreamExec::unstage(void *) {}
+bool StreamExec::take_failure(ExecFailure *) { return false; }
+
+}  // namespace mpix::gpu

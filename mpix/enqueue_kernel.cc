@@ -1,0 +1,242 @@
+// The host side of GPU-run *_enqueue operations (see enqueue_kernel.h):
+// argument checks, numbering, buffers, requests, failures.
+#include "enqueue_kernel.h"
+
+#include <cstdio>
+
+#include "device_handle.h"
+#include "progress/datatype.h"
+#include "src/errors.h"
+#include "src/p2p/api_common.h"
+#include "src/runtime.h"
+
+namespace mpix::stream {
+namespace {
+
+// A buffer as a kernel sees it: device and mapped host memory directly;
+// pageable host memory through a device copy allocated in stream order.
+struct KernelBuffer {
+  const void *view = nullptr;
+  void *staged = nullptr;
+};
+
+bool stage_if_pageable(gpu::StreamExec &x, const void *p, std::size_t bytes, bool copy_in, KernelBuffer *b) {
+  b->view = p;
+  if (bytes == 0 || p == nullptr) return true;
+  if (gpu::buffer_kind(p, &b->view) != gpu::BufferKind::kPageable) return true;
+  b->staged = x.stage(bytes);
+  if (b->staged == nullptr) return false;
+  b->view = b->staged;
+  return !copy_in || x.copy(b->staged, p, bytes) == gpu::ExecStatus::kOk;
+}
+
+// Out of the staging copy into the application's pageable buffer, then the
+// staging memory goes (both in stream order; a copy into pageable memory
+// returns once done, so this waits for the stream to get there).
+void unstage(gpu::StreamExec &x, void *staged, void *user, std::size_t bytes) {
+  if (staged == nullptr) return;
+  if (user != nullptr) x.copy(user, staged, bytes);
+  x.unstage(staged);
+}
+
+bool verbose() { return runtime().config.verbose >= 2; }
+
+}  // namespace
+
+std::unique_ptr<KernelComm> KernelComm::create(MPI_Comm comm, Stream *s) {
+  int inter = 0;
+  PMPI_Comm_test_inter(comm, &inter);
+  int mine = s != nullptr && s->gpu() && !runtime().config.stream_host_path && !inter ? 1 : 0;
+  int all = 0;
+  PMPI_Allreduce(&mine, &all, 1, MPI_INT, MPI_MIN, comm);
+  if (!all) return nullptr;
+  // The mailbox goes on the stream's GPU.
+  s->trigger->make_current();
+  std::unique_ptr<KernelComm> k(new KernelComm());  // NOLINT: private constructor
+  const Err e = devhandle::create(comm, /*ipc_only=*/true, &k->dev_);
+  if (e != Err::kCount || !k->dev_) {
+    if (verbose() && e != Err::kCount) std::fprintf(stderr, "[mpix] stream communicator: %s; host-driven path\n", error_text(e));
+    return nullptr;
+  }
+  gpu::ExecStatus st = gpu::ExecStatus::kOk;
+  k->exec_ = gpu::StreamExec::create(s->trigger->cuda_stream(), k->dev_->h, &st);
+  int ok = k->exec_ != nullptr ? 1 : 0;
+  PMPI_Allreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_MIN, comm);
+  // All ranks agree, so all destroy their mailboxes together (collective).
+  if (!ok) return nullptr;
+  return k;
+}
+
+KernelComm::~KernelComm() = default;
+
+int KernelComm::launch_failed(MPI_Comm comm, const char *func) {
+  std::fprintf(stderr, "[mpix] %s (stream operation %u): launching its kernel on the stream failed\n", func,
+               next_op_);
+  return raise_error(comm, Err::kStreamOpFailed, func);
+}
+
+int KernelComm::raise_failure(MPI_Comm comm, const char *func) {
+  gpu::ExecFailure f{};
+  if (!exec_->take_failure(&f)) return MPI_SUCCESS;
+  const char *what = f.code == MPIX_DEVICE_ERR_TRUNCATE ? "message longer than the receive buffer (truncated)"
+                     : f.code == MPIX_DEVICE_ERR_KEYS   ? "too many (peer, tag) pairs"
+                                                        : "invalid argument or request";
+  std::fprintf(stderr, "[mpix] stream operation %u failed when the GPU ran it: %s (device code %d)\n", f.op, what,
+               f.code);
+  return raise_error(comm, f.code == MPIX_DEVICE_ERR_TRUNCATE ? Err::kStreamTruncate : Err::kStreamOpFailed, func);
+}
+
+int KernelComm::p2p(Stream &s, OpType type, const void *sbuf, void *rbuf, int count, MPI_Datatype dtype, int peer,
+                    int tag, MPI_Comm comm, MPI_Status *status, MPI_Request *request, const char *func) {
+  if (const int rc = raise_failure(comm, func)) return rc;
+  const bool send = type == OpType::kSend || type == OpType::kIsend;
+  const bool nonblocking = type == OpType::kIsend || type == OpType::kIrecv;
+  auto c = p2p::p2p_find(comm);
+  if (!c) return raise_error(comm, Err::kInternal, func);
+  if (!send)
+    if (const int rc = p2p::check_pattern(comm, *c, peer, tag, func)) return rc;
+  const int cls = send ? p2p::check_send_shape(*c, sbuf, count, dtype, peer, tag)
+                       : p2p::check_recv_shape(*c, rbuf, count, dtype, peer, tag);
+  if (cls != MPI_SUCCESS) return p2p::raise_class(comm, cls);
+  if (nonblocking && request == nullptr) return p2p::raise_class(comm, MPI_ERR_REQUEST);
+  const progress::Layout layout = progress::layout_of(dtype, count);
+  if (!layout.contiguous) return raise_error(comm, Err::kStreamType, func);
+  const std::size_t bytes = static_cast<std::size_t>(layout.bytes);
+  const char *base = static_cast<const char *>(send ? sbuf : rbuf);
+  if (base != nullptr) base += layout.true_lb;
+  gpu::StreamExec &x = *exec_;
+  const std::uint32_t op = ++next_op_;
+
+  if (peer == MPI_PROC_NULL) {  // nothing to move, nothing to number
+    if (!send && status != MPI_STATUS_IGNORE) {
+      PMPI_Status_set_elements(status, MPI_BYTE, 0);
+      status->MPI_SOURCE = MPI_PROC_NULL;
+      status->MPI_TAG = MPI_ANY_TAG;
+      status->MPI_ERROR = MPI_SUCCESS;
+    }
+    if (nonblocking) {
+      auto r = std::make_shared<EnqRequest>();
+      r->stream = &s;
+      r->kernel = this;
+      r->peer = MPI_PROC_NULL;
+      if (PMPI_Grequest_start(
+              [](void *, MPI_Status *st) {
+                PMPI_Status_set_elements(st, MPI_BYTE, 0);
+                PMPI_Status_set_cancelled(st, 0);
+                st->MPI_SOURCE = MPI_PROC_NULL;
+                st->MPI_TAG = MPI_ANY_TAG;
+                return MPI_SUCCESS;
+              },
+              [](void *) { return MPI_SUCCESS; }, [](void *, int) { return MPI_SUCCESS; }, nullptr,
+              &r->handle) != MPI_SUCCESS)
+        return raise_error(comm, Err::kInternal, func);
+      enq_request_insert(r);
+      *request = r->handle;
+    }
+    return MPI_SUCCESS;
+  }
+
+  KernelBuffer b;
+  if (!stage_if_pageable(x, base, bytes, send, &b)) return launch_failed(comm, func);
+  const std::uint32_t seq = send ? sends_.next(peer, tag) : recvs_.next(peer, tag);
+  stream_stats().gpu_run.fetch_add(1, std::memory_order_relaxed);
+
+  if (!nonblocking) {
+    gpu::ExecResult *result = nullptr;
+    if (!send && status != MPI_STATUS_IGNORE && (result = x.take_result()) == nullptr)
+      return launch_failed(comm, func);
+    const gpu::ExecStatus st = send ? x.send(b.view, bytes, peer, tag, seq, op)
+                                    : x.recv(const_cast<void *>(b.view), bytes, peer, tag, seq, op, result);
+    if (st != gpu::ExecStatus::kOk) {
+      x.give_back(result);
+      return launch_failed(comm, func);
+    }
+    unstage(x, b.staged, send ? nullptr : rbuf, bytes);
+    if (result == nullptr) return MPI_SUCCESS;
+    // The status is the application's host memory: the progress thread
+    // copies it, and the stream waits for that.
+    auto fill = std::make_unique<Op>();
+    fill->type = OpType::kStatus;
+    fill->func = func;
+    fill->fills.push_back(StatusFill{result, status, peer, tag, bytes, &x});
+    return enqueue(s, std::move(fill), true, comm);
+  }
+
+  auto r = std::make_shared<EnqRequest>();
+  r->stream = &s;
+  r->kernel = this;
+  r->recv = !send;
+  r->peer = peer;
+  r->tag = tag;
+  r->capacity = bytes;
+  r->staged = b.staged;
+  r->user_buf = send ? nullptr : rbuf;
+  r->dreq = x.take_request();
+  if (r->dreq == nullptr) {
+    unstage(x, b.staged, nullptr, 0);
+    return launch_failed(comm, func);
+  }
+  const gpu::ExecStatus st = send ? x.isend(r->dreq, b.view, bytes, peer, tag, seq)
+                                  : x.irecv(r->dreq, const_cast<void *>(b.view), bytes, peer, tag, seq);
+  if (st != gpu::ExecStatus::kOk) {
+    x.give_back(r->dreq);
+    unstage(x, b.staged, nullptr, 0);
+    return launch_failed(comm, func);
+  }
+  // A valid handle that the MPI library will never complete by itself.
+  if (PMPI_Grequest_start([](void *, MPI_Status *st) { return PMPI_Status_set_elements(st, MPI_BYTE, 0); },
+                          [](void *) { return MPI_SUCCESS; }, [](void *, int) { return MPI_SUCCESS; }, nullptr,
+                          &r->handle) != MPI_SUCCESS)
+    return raise_error(comm, Err::kInternal, func);
+  enq_request_insert(r);
+  *request = r->handle;
+  return MPI_SUCCESS;
+}
+
+int KernelComm::wait(Stream &s, const std::vector<std::shared_ptr<EnqRequest>> &reqs,
+                     const std::vector<MPI_Status *> &outs, std::vector<StatusFill> *fills, const char *func) {
+  (void)s;
+  gpu::StreamExec &x = *exec_;
+  if (const int rc = raise_failure(MPI_COMM_SELF, func)) return rc;
+  std::vector<gpu::DeviceRequest> dreqs;
+  std::vector<gpu::ExecResult *> results;
+  std::vector<EnqRequest *> mine;
+  bool want_status = false;
+  for (std::size_t i = 0; i < reqs.size(); ++i) {
+    EnqRequest *r = reqs[i].get();
+    if (r == nullptr || r->kernel != this) continue;
+    MPI_Status *out = outs[i];
+    if (r->dreq == nullptr) {  // MPI_PROC_NULL: nothing ran
+      if (out != MPI_STATUS_IGNORE)
+        fills->push_back(StatusFill{nullptr, out, r->recv ? MPI_PROC_NULL : MPI_ANY_SOURCE, MPI_ANY_TAG, 0, &x});
+      continue;
+    }
+    gpu::ExecResult *res = nullptr;
+    if (out != MPI_STATUS_IGNORE && r->recv) {
+      res = x.take_result();
+      if (res == nullptr) return launch_failed(MPI_COMM_SELF, func);
+      want_status = true;
+    }
+    if (out != MPI_STATUS_IGNORE)
+      fills->push_back(StatusFill{res, out, r->recv ? r->peer : MPI_ANY_SOURCE, r->recv ? r->tag : MPI_ANY_TAG,
+                                  r->capacity, &x});
+    dreqs.push_back(r->dreq);
+    results.push_back(res);
+    mine.push_back(r);
+  }
+  if (dreqs.empty()) return MPI_SUCCESS;
+  if (!want_status) results.clear();
+  const std::uint32_t op = ++next_op_;
+  if (x.wait(dreqs, results, op) != gpu::ExecStatus::kOk) return launch_failed(MPI_COMM_SELF, func);
+  for (EnqRequest *r : mine) {
+    unstage(x, r->staged, r->user_buf, r->capacity);
+    r->staged = nullptr;
+    // Reused only by operations enqueued later, which the stream runs after
+    // this wait.
+    x.give_back(r->dreq);
+    r->dreq = nullptr;
+  }
+  return MPI_SUCCESS;
+}
+
+}  // namespace mpix::stream

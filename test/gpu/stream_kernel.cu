@@ -1,0 +1,398 @@
+// The semantics of *_enqueue operations on GPU streams, on either path
+// (STREAM_TEST_PATH=gpu: run by kernels on the stream, the default for
+// ranks of one node; STREAM_TEST_PATH=host with MPIX_STREAM_PATH=host: the
+// progress thread runs them). One or two ranks.
+//  - every size from 0 B to 64 MiB arrives intact, with its status;
+//  - pageable, pinned and device buffers mixed on both sides, blocking and
+//    nonblocking;
+//  - a truncated receive is reported (status and the next call's error);
+//  - host completion calls on an enqueued request fail cleanly;
+//  - a peer's host MPI calls: matched on the host path, refused with
+//    MPIX_ERR_STREAM on the GPU path (wildcards too);
+//  - two streams on one pair of ranks, and a wait across them refused.
+// Prints "skipped: no GPU" and exits 77 on a machine without one.
+#include <cuda_runtime.h>
+#include <mpi.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <vector>
+
+#include "mpix.h"
+#include "test/gpu/gpu_common.h"
+
+namespace {
+
+int errors = 0;
+int g_rank = 0;
+int g_size = 1;
+bool g_gpu_path = true;
+
+#define CHECK(cond, ...)                                                                  \
+  do {                                                                                    \
+    if (!(cond)) {                                                                        \
+      std::fprintf(stderr, "[rank %d] %s:%d: %s: ", g_rank, __FILE__, __LINE__, #cond); \
+      std::fprintf(stderr, __VA_ARGS__);                                                  \
+      std::fprintf(stderr, "\n");                                                         \
+      ++errors;                                                                           \
+    }                                                                                     \
+  } while (0)
+
+__global__ void fill(unsigned char *buf, std::size_t n, unsigned seed) {
+  for (std::size_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x)
+    buf[i] = static_cast<unsigned char>(i * 131u + seed);
+}
+
+__global__ void check(const unsigned char *buf, std::size_t n, unsigned seed, unsigned *bad) {
+  for (std::size_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x)
+    if (buf[i] != static_cast<unsigned char>(i * 131u + seed)) atomicAdd(bad, 1u);
+}
+
+void host_fill(unsigned char *p, std::size_t n, unsigned seed) {
+  for (std::size_t i = 0; i < n; ++i) p[i] = static_cast<unsigned char>(i * 131u + seed);
+}
+
+std::size_t host_bad(const unsigned char *p, std::size_t n, unsigned seed) {
+  std::size_t bad = 0;
+  for (std::size_t i = 0; i < n; ++i) bad += p[i] != static_cast<unsigned char>(i * 131u + seed);
+  return bad;
+}
+
+int error_class(int rc) {
+  int cls = MPI_SUCCESS;
+  MPI_Error_class(rc, &cls);
+  return cls;
+}
+
+struct Ctx {
+  MPI_Comm comm;
+  cudaStream_t cs;
+  unsigned *bad;  // device counter
+  int peer;
+};
+
+unsigned take_bad(const Ctx &c) {
+  unsigned bad = 0;
+  CHECK_CUDA(cudaMemcpy(&bad, c.bad, sizeof bad, cudaMemcpyDeviceToHost));
+  CHECK_CUDA(cudaMemset(c.bad, 0, sizeof bad));
+  return bad;
+}
+
+void sync(const Ctx &c) {
+  CHECK_CUDA(cudaStreamSynchronize(c.cs));
+  MPI_Barrier(MPI_COMM_WORLD);
+}
+
+// Rank 0 (or the lower half, to self) sends each size; the receiver checks
+// the bytes and the status.
+void sizes(const Ctx &c, bool small) {
+  std::vector<std::size_t> list = {0, 1, 8, 16, 32, 33, 100, 4096, 65539, 1u << 20};
+  if (!small) list.push_back(64u << 20);
+  for (std::size_t n : list) {
+    unsigned char *s = nullptr, *r = nullptr;
+    CHECK_CUDA(cudaMalloc(&s, n + 1));
+    CHECK_CUDA(cudaMalloc(&r, n + 1));
+    const unsigned seed = static_cast<unsigned>(n % 251);
+    auto st = std::make_unique<MPI_Status>();  // lives until the stream ran the receive
+    const int tag = static_cast<int>(n % 1000);
+    if (g_size == 1) {
+      MPI_Request q[2];
+      fill<<<64, 256, 0, c.cs>>>(s, n, seed);
+      CHECK(MPIX_Irecv_enqueue(r, static_cast<int>(n), MPI_BYTE, 0, tag, c.comm, &q[0]) == MPI_SUCCESS, "irecv");
+      CHECK(MPIX_Isend_enqueue(s, static_cast<int>(n), MPI_BYTE, 0, tag, c.comm, &q[1]) == MPI_SUCCESS, "isend");
+      MPI_Status sts[2];
+      CHECK(MPIX_Waitall_enqueue(2, q, sts) == MPI_SUCCESS, "waitall");
+      *st = sts[0];
+      check<<<64, 256, 0, c.cs>>>(r, n, seed, c.bad);
+      sync(c);
+      *st = sts[0];
+    } else if (g_rank == 0) {
+      fill<<<64, 256, 0, c.cs>>>(s, n, seed);
+      CHECK(MPIX_Send_enqueue(s, static_cast<int>(n), MPI_BYTE, 1, tag, c.comm) == MPI_SUCCESS, "send %zu", n);
+      sync(c);
+    } else {
+      // One byte of room more than the message: the count is the message's.
+      CHECK(MPIX_Recv_enqueue(r, static_cast<int>(n + 1), MPI_BYTE, 0, tag, c.comm, st.get()) == MPI_SUCCESS,
+            "recv %zu", n);
+      check<<<64, 256, 0, c.cs>>>(r, n, seed, c.bad);
+      sync(c);
+    }
+    if (g_size == 1 || g_rank == 1) {
+      const unsigned bad = take_bad(c);
+      CHECK(bad == 0, "%zu bytes: %u wrong", n, bad);
+      int count = -1;
+      MPI_Get_count(st.get(), MPI_BYTE, &count);
+      CHECK(count == static_cast<int>(n), "%zu bytes: status count %d", n, count);
+      CHECK(st->MPI_SOURCE == 0 && st->MPI_TAG == tag, "%zu bytes: status source %d tag %d", n, st->MPI_SOURCE,
+            st->MPI_TAG);
+      CHECK(st->MPI_ERROR == MPI_SUCCESS, "%zu bytes: status error %d", n, st->MPI_ERROR);
+    }
+    CHECK_CUDA(cudaFree(s));
+    CHECK_CUDA(cudaFree(r));
+  }
+}
+
+// Pageable, pinned and device memory on either side, blocking and not.
+void mixed_buffers(const Ctx &c) {
+  const std::size_t n = 100000;
+  std::vector<unsigned char> pageable(n);
+  unsigned char *pinned = nullptr, *dev = nullptr;
+  CHECK_CUDA(cudaMallocHost(&pinned, n));
+  CHECK_CUDA(cudaMalloc(&dev, n));
+  const int peer = c.peer;
+  // Round 1: pageable -> pinned; round 2: pinned -> pageable; round 3:
+  // device -> pageable, nonblocking.
+  for (int round = 1; round <= 3; ++round) {
+    const unsigned seed = 40u + static_cast<unsigned>(round);
+    std::fill(pageable.begin(), pageable.end(), 0);
+    std::memset(pinned, 0, n);
+    const bool sender = g_size == 1 || g_rank == 0;
+    const bool receiver = g_size == 1 || g_rank == 1;
+    MPI_Request q[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL};
+    unsigned char *rbuf = round == 1 ? pinned : pageable.data();
+    if (receiver)
+      CHECK(MPIX_Irecv_enqueue(rbuf, static_cast<int>(n), MPI_BYTE, g_size == 1 ? 0 : 0, round, c.comm, &q[0]) ==
+                MPI_SUCCESS,
+            "irecv round %d", round);
+    if (sender) {
+      const void *sbuf = nullptr;
+      if (round == 1) {
+        host_fill(pageable.data(), n, seed);
+        sbuf = pageable.data();
+      } else if (round == 2) {
+        host_fill(pinned, n, seed);
+        sbuf = pinned;
+      } else {
+        fill<<<64, 256, 0, c.cs>>>(dev, n, seed);
+        sbuf = dev;
+      }
+      if (round == 3 || g_size == 1)
+        CHECK(MPIX_Isend_enqueue(sbuf, static_cast<int>(n), MPI_BYTE, g_size == 1 ? 0 : peer, round, c.comm,
+                                 &q[1]) == MPI_SUCCESS,
+              "isend round %d", round);
+      else
+        CHECK(MPIX_Send_enqueue(sbuf, static_cast<int>(n), MPI_BYTE, peer, round, c.comm) == MPI_SUCCESS,
+              "send round %d", round);
+    }
+    CHECK(MPIX_Waitall_enqueue(2, q, MPI_STATUSES_IGNORE) == MPI_SUCCESS, "waitall round %d", round);
+    sync(c);
+    if (receiver) {
+      const std::size_t bad = host_bad(rbuf, n, seed);
+      CHECK(bad == 0, "mixed buffers round %d: %zu bytes wrong", round, bad);
+    }
+  }
+  CHECK_CUDA(cudaFreeHost(pinned));
+  CHECK_CUDA(cudaFree(dev));
+}
+
+// A message longer than the receive buffer: the status says MPI_ERR_TRUNCATE
+// and the next call on the stream raises it; the call after that is clean.
+void truncation(const Ctx &c) {
+  unsigned char *s = nullptr, *r = nullptr;
+  CHECK_CUDA(cudaMalloc(&s, 64));
+  CHECK_CUDA(cudaMalloc(&r, 64));
+  auto st = std::make_unique<MPI_Status>();
+  st->MPI_ERROR = MPI_SUCCESS;
+  const bool sender = g_size == 1 || g_rank == 0;
+  const bool receiver = g_size == 1 || g_rank == 1;
+  MPI_Request q[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL};
+  if (receiver) MPIX_Irecv_enqueue(r, 16, MPI_BYTE, 0, 900, c.comm, &q[0]);
+  if (sender) MPIX_Isend_enqueue(s, 64, MPI_BYTE, g_size == 1 ? 0 : c.peer, 900, c.comm, &q[1]);
+  MPI_Status sts[2];
+  MPIX_Waitall_enqueue(2, q, sts);
+  sync(c);
+  if (receiver) {
+    CHECK(sts[0].MPI_ERROR == MPI_ERR_TRUNCATE, "truncated receive: status error %d", sts[0].MPI_ERROR);
+    const int rc = MPIX_Send_enqueue(nullptr, 0, MPI_BYTE, MPI_PROC_NULL, 0, c.comm);
+    CHECK(error_class(rc) == MPI_ERR_TRUNCATE, "the call after a truncated receive: class %d", error_class(rc));
+    const int again = MPIX_Send_enqueue(nullptr, 0, MPI_BYTE, MPI_PROC_NULL, 0, c.comm);
+    CHECK(again == MPI_SUCCESS, "the failure was reported twice: %d", again);
+  }
+  sync(c);
+  CHECK_CUDA(cudaFree(s));
+  CHECK_CUDA(cudaFree(r));
+}
+
+// MPI_Test / MPI_Wait / MPI_Request_free on an enqueued request.
+void host_completion(const Ctx &c) {
+  unsigned *d = nullptr;
+  CHECK_CUDA(cudaMalloc(&d, sizeof(unsigned)));
+  MPI_Request q[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL};
+  const bool sender = g_size == 1 || g_rank == 0;
+  const bool receiver = g_size == 1 || g_rank == 1;
+  if (receiver) MPIX_Irecv_enqueue(d, 1, MPI_UNSIGNED, 0, 901, c.comm, &q[0]);
+  if (sender) MPIX_Isend_enqueue(d, 1, MPI_UNSIGNED, g_size == 1 ? 0 : c.peer, 901, c.comm, &q[1]);
+  for (MPI_Request &r : q) {
+    if (r == MPI_REQUEST_NULL) continue;
+    int flag = 0;
+    MPI_Request copy = r;
+    CHECK(error_class(MPI_Test(&copy, &flag, MPI_STATUS_IGNORE)) == MPI_ERR_REQUEST, "MPI_Test accepted it");
+    CHECK(error_class(MPI_Wait(&copy, MPI_STATUS_IGNORE)) == MPI_ERR_REQUEST, "MPI_Wait accepted it");
+    CHECK(error_class(MPI_Waitall(1, &copy, MPI_STATUSES_IGNORE)) == MPI_ERR_REQUEST, "MPI_Waitall accepted it");
+    CHECK(error_class(MPI_Request_free(&copy)) == MPI_ERR_REQUEST, "MPI_Request_free accepted it");
+    CHECK(copy == r, "a refused call changed the handle");
+  }
+  CHECK(MPIX_Waitall_enqueue(2, q, MPI_STATUSES_IGNORE) == MPI_SUCCESS, "waitall after the refusals");
+  sync(c);
+  CHECK_CUDA(cudaFree(d));
+}
+
+// The peer uses host calls on the stream communicator.
+void host_peer(const Ctx &c) {
+  if (g_size == 1) return;
+  int v = 0;
+  if (g_gpu_path) {
+    // The GPU runs this communicator: host calls and wildcards are refused.
+    CHECK(error_class(MPI_Send(&v, 1, MPI_INT, c.peer, 5, c.comm)) == MPIX_ERR_STREAM, "host MPI_Send accepted");
+    MPI_Request r = MPI_REQUEST_NULL;
+    CHECK(error_class(MPI_Irecv(&v, 1, MPI_INT, c.peer, 5, c.comm, &r)) == MPIX_ERR_STREAM, "host MPI_Irecv accepted");
+    int flag = 0;
+    CHECK(error_class(MPI_Iprobe(c.peer, 5, c.comm, &flag, MPI_STATUS_IGNORE)) == MPIX_ERR_STREAM,
+          "host MPI_Iprobe accepted");
+    unsigned *d = nullptr;
+    CHECK_CUDA(cudaMalloc(&d, 4 * sizeof(unsigned)));
+    CHECK(error_class(MPIX_Recv_enqueue(d, 1, MPI_UNSIGNED, MPI_ANY_SOURCE, 5, c.comm, MPI_STATUS_IGNORE)) ==
+              MPIX_ERR_WILDCARD,
+          "MPI_ANY_SOURCE accepted");
+    CHECK(error_class(MPIX_Recv_enqueue(d, 1, MPI_UNSIGNED, c.peer, MPI_ANY_TAG, c.comm, MPI_STATUS_IGNORE)) ==
+              MPIX_ERR_WILDCARD,
+          "MPI_ANY_TAG accepted");
+    // Kernels move contiguous bytes only.
+    MPI_Datatype strided;
+    MPI_Type_vector(2, 1, 2, MPI_UNSIGNED, &strided);
+    MPI_Type_commit(&strided);
+    CHECK(error_class(MPIX_Send_enqueue(d, 1, strided, c.peer, 5, c.comm)) == MPI_ERR_TYPE,
+          "a strided datatype accepted");
+    MPI_Type_free(&strided);
+    CHECK_CUDA(cudaFree(d));
+    sync(c);
+    return;
+  }
+  // Host-driven: rank 1 answers rank 0's enqueued operations with host calls.
+  unsigned *d = nullptr;
+  CHECK_CUDA(cudaMallocHost(&d, 2 * sizeof(unsigned)));
+  if (g_rank == 0) {
+    d[0] = 1234;
+    CHECK(MPIX_Send_enqueue(d, 1, MPI_UNSIGNED, 1, 6, c.comm) == MPI_SUCCESS, "send to a host peer");
+    CHECK(MPIX_Recv_enqueue(d + 1, 1, MPI_UNSIGNED, 1, 7, c.comm, MPI_STATUS_IGNORE) == MPI_SUCCESS,
+          "recv from a host peer");
+    sync(c);
+    CHECK(d[1] == 4321, "from the host peer: %u", d[1]);
+  } else {
+    unsigned got = 0, back = 4321;
+    CHECK(MPI_Recv(&got, 1, MPI_UNSIGNED, MPI_ANY_SOURCE, 6, c.comm, MPI_STATUS_IGNORE) == MPI_SUCCESS, "host recv");
+    CHECK(got == 1234, "host recv got %u", got);
+    CHECK(MPI_Send(&back, 1, MPI_UNSIGNED, 0, 7, c.comm) == MPI_SUCCESS, "host send");
+    sync(c);
+  }
+  CHECK_CUDA(cudaFreeHost(d));
+}
+
+// Two streams and their communicators between the same ranks, the same tags
+// on both: each carries its own messages, in its own order.
+void two_streams(const Ctx &a, bool small) {
+  cudaStream_t cs2;
+  CHECK_CUDA(cudaStreamCreateWithFlags(&cs2, cudaStreamNonBlocking));
+  MPIX_Stream s2 = MPIX_STREAM_NULL;
+  CHECK(mpix_test::cuda_stream_create(cs2, &s2) == MPI_SUCCESS, "second stream");
+  MPI_Comm comm2 = MPI_COMM_NULL;
+  CHECK(MPIX_Stream_comm_create(MPI_COMM_WORLD, s2, &comm2) == MPI_SUCCESS, "second stream communicator");
+  MPI_Comm_set_errhandler(comm2, MPI_ERRORS_RETURN);
+  Ctx b = a;
+  b.comm = comm2;
+  b.cs = cs2;
+  const int rounds = small ? 20 : 200;
+  const std::size_t n = 4096;
+  unsigned char *buf[2][2];
+  for (auto &side : buf)
+    for (auto &p : side) CHECK_CUDA(cudaMalloc(&p, n));
+  const int peer = g_size == 1 ? 0 : a.peer;
+  for (int r = 0; r < rounds; ++r) {
+    const Ctx *ctx[2] = {&a, &b};
+    for (int k = 0; k < 2; ++k) {
+      const unsigned seed = static_cast<unsigned>(r * 2 + k);
+      MPI_Request q[2];
+      fill<<<8, 256, 0, ctx[k]->cs>>>(buf[k][0], n, seed + 7u * static_cast<unsigned>(g_rank));
+      MPIX_Irecv_enqueue(buf[k][1], static_cast<int>(n), MPI_BYTE, peer, r % 3, ctx[k]->comm, &q[0]);
+      MPIX_Isend_enqueue(buf[k][0], static_cast<int>(n), MPI_BYTE, peer, r % 3, ctx[k]->comm, &q[1]);
+      MPIX_Waitall_enqueue(2, q, MPI_STATUSES_IGNORE);
+      check<<<8, 256, 0, ctx[k]->cs>>>(buf[k][1], n, seed + 7u * static_cast<unsigned>(g_size == 1 ? 0 : peer),
+                                        a.bad);
+    }
+  }
+  CHECK_CUDA(cudaStreamSynchronize(cs2));
+  sync(a);
+  const unsigned bad = take_bad(a);
+  CHECK(bad == 0, "two streams: %u bytes wrong", bad);
+  // One wait over requests of two streams has no single stream order.
+  MPI_Request q[4];
+  MPIX_Irecv_enqueue(buf[0][1], 1, MPI_BYTE, peer, 50, a.comm, &q[0]);
+  MPIX_Irecv_enqueue(buf[1][1], 1, MPI_BYTE, peer, 50, comm2, &q[1]);
+  MPIX_Isend_enqueue(buf[0][0], 1, MPI_BYTE, peer, 50, a.comm, &q[2]);
+  MPIX_Isend_enqueue(buf[1][0], 1, MPI_BYTE, peer, 50, comm2, &q[3]);
+  MPI_Request mixed[2] = {q[0], q[1]};
+  CHECK(error_class(MPIX_Waitall_enqueue(2, mixed, MPI_STATUSES_IGNORE)) == MPIX_ERR_STREAM,
+        "a wait across two streams was accepted");
+  MPI_Request on_a[2] = {q[0], q[2]}, on_b[2] = {q[1], q[3]};
+  CHECK(MPIX_Waitall_enqueue(2, on_a, MPI_STATUSES_IGNORE) == MPI_SUCCESS, "wait on the first stream");
+  CHECK(MPIX_Waitall_enqueue(2, on_b, MPI_STATUSES_IGNORE) == MPI_SUCCESS, "wait on the second stream");
+  CHECK_CUDA(cudaStreamSynchronize(cs2));
+  sync(a);
+  for (auto &side : buf)
+    for (auto &p : side) CHECK_CUDA(cudaFree(p));
+  MPI_Comm_free(&comm2);
+  CHECK(MPIX_Stream_free(&s2) == MPI_SUCCESS, "free the second stream");
+  CHECK_CUDA(cudaStreamDestroy(cs2));
+}
+
+}  // namespace
+
+int main(int argc, char **argv) {
+  int provided = 0;
+  MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
+  MPI_Comm_rank(MPI_COMM_WORLD, &g_rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &g_size);
+  if (mpix_test::use_gpu_of_rank(g_rank) < 0) {
+    if (g_rank == 0) std::printf("skipped: no GPU\n");
+    MPI_Finalize();
+    return 77;
+  }
+  if (g_size > 2) {
+    if (g_rank == 0) std::printf("skipped: needs 1 or 2 ranks\n");
+    MPI_Finalize();
+    return 77;
+  }
+  const char *path = std::getenv("STREAM_TEST_PATH");
+  g_gpu_path = path == nullptr || std::strcmp(path, "host") != 0;
+  const bool small = std::getenv("STREAM_TEST_SMALL") != nullptr;
+  MPI_Comm_set_errhandler(MPI_COMM_SELF, MPI_ERRORS_RETURN);
+  Ctx c{};
+  CHECK_CUDA(cudaStreamCreateWithFlags(&c.cs, cudaStreamNonBlocking));
+  MPIX_Stream stream = MPIX_STREAM_NULL;
+  if (mpix_test::cuda_stream_create(c.cs, &stream) != MPI_SUCCESS) MPI_Abort(MPI_COMM_WORLD, 1);
+  MPIX_Stream_comm_create(MPI_COMM_WORLD, stream, &c.comm);
+  MPI_Comm_set_errhandler(c.comm, MPI_ERRORS_RETURN);
+  c.peer = g_size == 1 ? 0 : 1 - g_rank;
+  CHECK_CUDA(cudaMalloc(&c.bad, sizeof(unsigned)));
+  CHECK_CUDA(cudaMemset(c.bad, 0, sizeof(unsigned)));
+
+  sizes(c, small);
+  mixed_buffers(c);
+  truncation(c);
+  host_completion(c);
+  host_peer(c);
+  two_streams(c, small);
+
+  MPI_Comm_free(&c.comm);
+  CHECK(MPIX_Stream_free(&stream) == MPI_SUCCESS, "MPIX_Stream_free");
+  CHECK_CUDA(cudaStreamDestroy(c.cs));
+  CHECK_CUDA(cudaFree(c.bad));
+  int total = 0;
+  MPI_Allreduce(&errors, &total, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+  if (g_rank == 0) std::printf(total == 0 ? " No Errors\n" : " Found %d errors\n", total);
+  MPI_Finalize();
+  return total != 0;
+}
