@@ -6,4 +6,4 @@ src_libmpixcore_la_SOURCES += mpix/stream.cc mpix/stream.h mpix/enqueue.cc \
 	mpix/enqueue_kernel.cc mpix/enqueue_kernel.h
 # Device-callable send/recv: the host side (MPIX_Comm_device_handle).
 src_libmpixcore_la_SOURCES += mpix/device_handle.cc mpix/device_handle.h
-src_libmpixcore_la_SOURCES += mpix/device_proxy.cc mpix/device_proxy.h
+src_libmpixcore_la_SOURCES += mpix/device_proxy.cc mpix/device_proxy.h mpix/proxy_desc.cc mpix/proxy_desc.h

@@ -1,9 +1,10 @@
 #include "device_proxy.h"
 
-#include <climits>
+#include <cstdio>
 #include <cstring>
 
 #include "device/devcomm.h"
+#include "proxy_desc.h"
 #include "src/p2p/engine.h"
 #include "src/p2p/request.h"
 
@@ -44,6 +45,7 @@ std::unique_ptr<ProxyQueue> ProxyQueue::create(MPI_Comm comm, MPIX_Device_comm *
   h->pq_tail = reinterpret_cast<std::uint32_t *>(dev);
   h->pq_pool = reinterpret_cast<std::uint32_t *>(dev + 128);
   q->h_ = *h;
+  q->limits_ = ProxyLimits{slots, inline_bytes, h->size, h->tag_ub};
   q->reqs_.assign(slots, MPI_REQUEST_NULL);
   q->ours_.assign(slots, nullptr);
   q->tickets_.assign(slots, 0);
@@ -77,22 +79,23 @@ void ProxyQueue::complete(std::uint32_t slot, int status, std::uint64_t bytes) {
 }
 
 void ProxyQueue::start(std::uint32_t slot, std::uint32_t t) {
-  const mpixd_pdesc *d = h_.pq + slot;
+  mpixd_pdesc *d = h_.pq + slot;
   mpixd_pcomp *c = h_.pc + slot;
   tickets_[slot] = t;
-  if (d->bytes > static_cast<std::uint64_t>(INT_MAX)) {
-    complete(slot, MPIX_DEVICE_ERR_ARG, 0);
+  ProxyOp o;
+  const int bad = decode_proxy_desc(d, sizeof *d, t, limits_, &o);
+  if (bad != MPIX_DEVICE_SUCCESS) {
+    complete(slot, bad, 0);
     return;
   }
-  const int count = static_cast<int>(d->bytes);
-  void *buf = d->buf                 ? reinterpret_cast<void *>(static_cast<std::uintptr_t>(d->buf))
-              : d->bytes > MPIXD_INLINE ? static_cast<void *>(mpixd_proxy_bounce(&h_, slot))
-              : d->op == MPIXD_OP_SEND  ? static_cast<void *>(const_cast<unsigned char *>(d->data))
-                                        : static_cast<void *>(c->data);
+  void *buf = o.data == ProxyData::kUser     ? reinterpret_cast<void *>(static_cast<std::uintptr_t>(o.buf))
+              : o.data == ProxyData::kBounce ? static_cast<void *>(mpixd_proxy_bounce(&h_, slot))
+              : o.op == MPIXD_OP_SEND        ? static_cast<void *>(d->data)
+                                             : static_cast<void *>(c->data);
   // Through the intercepted entry points: mpix's engine (and its GPU paths
   // for device buffers) carries the communicator, and host calls on it match.
-  const int rc = d->op == MPIXD_OP_SEND ? MPI_Isend(buf, count, MPI_BYTE, d->peer, d->tag, comm_, &reqs_[slot])
-                                        : MPI_Irecv(buf, count, MPI_BYTE, d->peer, d->tag, comm_, &reqs_[slot]);
+  const int rc = o.op == MPIXD_OP_SEND ? MPI_Isend(buf, o.count, MPI_BYTE, o.peer, o.tag, comm_, &reqs_[slot])
+                                       : MPI_Irecv(buf, o.count, MPI_BYTE, o.peer, o.tag, comm_, &reqs_[slot]);
   if (rc != MPI_SUCCESS) {
     reqs_[slot] = MPI_REQUEST_NULL;
     complete(slot, MPIX_DEVICE_ERR_ARG, 0);
@@ -144,8 +147,17 @@ int ProxyQueue::poll() {
   // Submissions in ticket order, taken at once (each names its slot).
   for (;;) {
     const std::uint64_t e = mpixd_load_acquire64(h_.pq_sq + (head_ & mask_));
-    if (static_cast<std::uint32_t>(e >> 32) != head_ + 1) break;
-    start(static_cast<std::uint32_t>(e) & mask_, head_);
+    std::uint32_t slot = 0;
+    bool valid = false;
+    if (!decode_submission(e, head_, h_.pq_slots, &slot, &valid)) break;
+    // A slot that does not exist, or whose operation still runs, has no
+    // completion record this ticket may write: reported, never started.
+    if (!valid || reqs_[slot] != MPI_REQUEST_NULL) {
+      std::fprintf(stderr, "[mpix] device proxy: dropped submission %u naming %s slot %u\n", head_,
+                   valid ? "busy" : "no", slot);
+    } else {
+      start(slot, head_);
+    }
     ++head_;
     ++moved;
   }

@@ -13,6 +13,7 @@
 
 #include "mpix_device/proxy.h"
 #include "progress/thread.h"
+#include "proxy_desc.h"
 #include "src/p2p/request.h"
 
 namespace mpix::devproxy {
@@ -55,6 +56,7 @@ class ProxyQueue final : public progress::Poller, private p2p::RequestWatcher {
 
   MPI_Comm comm_ = MPI_COMM_NULL;
   MPIX_Device_comm h_{};
+  ProxyLimits limits_;
   std::uint32_t mask_ = 0;
   void *mapped_ = nullptr;                  // pq, pc, credit, submissions, bounce buffers (GPU case)
   void *dev_ = nullptr;                     // ticket counter, slot bitmap (GPU case)

@@ -88,9 +88,16 @@ int PmpiLink::poll() {
     PMPI_Get_count(&slot->status, MPI_BYTE, &got);
     Arrival a;
     a.source = slot->status.MPI_SOURCE;
-    std::memcpy(&a.h, slot->buffer.get(), sizeof a.h);
+    // Shorter than an envelope: what lies in the buffer is the previous
+    // message's, not this one's.
+    const WireError bad = decode_landing(slot->buffer.get(), got > 0 ? static_cast<std::size_t>(got) : 0, &a.h,
+                                         &a.payload_bytes);
+    if (bad != WireError::kOk) {
+      report_malformed("pmpi transport", a.source, bad);
+      post(slot);
+      continue;
+    }
     a.payload = slot->buffer.get() + sizeof a.h;
-    a.payload_bytes = got > static_cast<int>(sizeof a.h) ? static_cast<std::size_t>(got) - sizeof a.h : 0;
     a.credit = a.payload_bytes + kArrivalOverhead;
     held_ += a.credit;
     params_.sink->arrived(a);

@@ -27,27 +27,11 @@
 #include <mutex>
 
 #include "inflight.h"
+#include "wire.h"
 
 namespace mpix::progress {
 
 enum class SendMode : std::uint8_t { kStandard, kSync, kBuffered, kReady };
-
-// The protocol's envelope. The transport carries it unchanged.
-struct WireHeader {
-  std::int32_t tag;
-  std::uint32_t kind;
-  std::uint64_t bytes;     // the message's size (not the payload's for GPU envelopes)
-  std::int32_t data_tag;   // rendezvous: unique per (communicator, destination) in flight
-  std::uint32_t flags;     // kFlagSyncAck
-};
-static_assert(sizeof(WireHeader) == 24, "wire header layout");
-
-// kGpuRendezvous*: device data announced by src/p2p/gpu_path.cc (with or
-// without its descriptor as payload).
-enum WireKind : std::uint32_t { kEager = 1, kRendezvous = 2, kGpuRendezvous = 3, kGpuRendezvousBare = 4 };
-// An eager synchronous send: the receiver's engine calls Link::matched()
-// once a receive took it, and only then does the send complete.
-constexpr std::uint32_t kFlagSyncAck = 1;
 
 // What eager traffic costs the receiver per message beyond its payload
 // (envelope and bookkeeping): the unit of back-pressure accounting.

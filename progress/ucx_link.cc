@@ -358,11 +358,15 @@ void UcxLink::hand_up(const Envelope &e, const void *data, std::size_t length, b
 
 ucs_status_t UcxLink::receive(const Envelope &e, void *data, std::size_t length, bool rndv) {
   const ucs_status_t keep = rndv ? UCS_INPROGRESS : UCS_OK;
-  // Only rendezvous envelopes come with UCX rendezvous data.
-  if (e.source < 0 || e.source >= size() || rndv != (e.h.kind == kRendezvous)) {
-    std::fprintf(stderr, "[mpix] UCX transport: dropped a malformed message (source %d, kind %u)\n", e.source,
-                 e.h.kind);
-    if (rndv) discard(Arrival{e.source, e.h, nullptr, 0, reinterpret_cast<std::uintptr_t>(data), 0});
+  const WireError bad = check_link_arrival(e, size(), rndv, length);
+  if (bad != WireError::kOk) {
+    report_malformed("UCX transport", e.source, bad);
+    // UCX keeps rendezvous data until released, whatever the envelope says.
+    if (rndv) {
+      Arrival a{e.source, e.h, nullptr, 0, reinterpret_cast<std::uintptr_t>(data), 0};
+      a.h.kind = kRendezvous;
+      discard(a);
+    }
     return keep;
   }
   const auto src = static_cast<std::size_t>(e.source);

@@ -310,9 +310,10 @@ ucs_status_t Worker::on_message(void *arg, const void *header, std::size_t heade
   if (!w->in_callback_) return w->keep_loopback(kAmMessage, header, header_length, data, length, rndv);
   ++w->stats.arrivals;
   Envelope e{};
-  if (header_length == sizeof e) std::memcpy(&e, header, sizeof e);
-  if (header_length != sizeof e || e.world < 0 || static_cast<std::size_t>(e.world) >= w->peers_.size()) {
-    std::fprintf(stderr, "[mpix] UCX transport: dropped a malformed message (%zu-byte header)\n", header_length);
+  // Its sender is unknown until the header is: rank -1 in the report.
+  const WireError bad = decode_envelope(header, header_length, static_cast<int>(w->peers_.size()), &e);
+  if (bad != WireError::kOk) {
+    report_malformed("UCX transport", -1, bad);
   } else {
     if (e.credit != 0) w->peer(e.world).credit += e.credit;
     auto it = w->links_.find(e.link);
@@ -333,9 +334,11 @@ ucs_status_t Worker::on_control(void *arg, const void *header, std::size_t heade
   auto *w = static_cast<Worker *>(arg);
   if (!w->in_callback_) return w->keep_loopback(kAmControl, header, header_length, data, length, false);
   Control c{};
-  if (header_length != sizeof c) return UCS_OK;
-  std::memcpy(&c, header, sizeof c);
-  if (c.world < 0 || static_cast<std::size_t>(c.world) >= w->peers_.size()) return UCS_OK;
+  const WireError bad = decode_control(header, header_length, static_cast<int>(w->peers_.size()), &c);
+  if (bad != WireError::kOk) {
+    report_malformed("UCX transport (control)", -1, bad);
+    return UCS_OK;
+  }
   if (c.kind == kCredit) {
     w->peer(c.world).credit += c.credit;
   } else if (c.kind == kSyncAck) {

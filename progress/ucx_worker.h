@@ -47,34 +47,13 @@
 #include <vector>
 
 #include "transport.h"
+#include "ucx_wire.h"
 
 namespace mpix::progress::ucx {
 
 constexpr unsigned kAmMessage = 0x6d31;
 constexpr std::size_t kTinyPayload = 64;
 constexpr unsigned kAmControl = 0x6d32;
-
-struct Envelope {
-  std::uint32_t link;     // the receiver's id of the communicator
-  std::int32_t source;    // the sender's rank in it
-  std::int32_t world;     // the sender's rank in MPI_COMM_WORLD (credit, acks)
-  std::uint32_t seq;      // per (communicator, sender, receiver), from 0
-  std::uint32_t credit;   // eager credit the sender gives back to the receiver
-  std::uint32_t reserved;
-  WireHeader h;
-  std::uint64_t cookie;   // kFlagSyncAck: what the receiver acknowledges
-};
-static_assert(sizeof(Envelope) == 56, "UCX envelope layout");
-
-enum ControlKind : std::uint32_t { kCredit = 1, kSyncAck = 2 };
-struct Control {
-  std::uint32_t kind;
-  std::int32_t world;
-  std::uint32_t credit;
-  std::uint32_t reserved;
-  std::uint64_t cookie;
-};
-static_assert(sizeof(Control) == 24, "UCX control layout");
 
 class UcxLink;
 

@@ -66,6 +66,9 @@ void print_statistics(const char *transport, const progress::TransportStats &t) 
                  static_cast<unsigned long long>(t.sync_acks), static_cast<unsigned long long>(t.copied_sends),
                  static_cast<unsigned long long>(t.credit_stalls), static_cast<unsigned long long>(t.out_of_order),
                  static_cast<unsigned long long>(t.endpoints));
+  if (const std::uint64_t bad = progress::malformed_messages(); bad > 0)
+    std::fprintf(stderr, "[mpix] rank %d: malformed messages dropped %llu\n", g_runtime.world_rank,
+                 static_cast<unsigned long long>(bad));
   const p2p::GpuStats g = p2p::gpu_stats();
   if (g.eager + g.ipc + g.staged + g.host_rendezvous > 0)
     std::fprintf(stderr,

@@ -2,6 +2,7 @@
 # visibly without a GPU), all run by test/runtests, which prints the tally.
 EXTRA_DIST += test/runtests test/check-symbols.sh test/check-install.sh test/gpu/check-ptx.sh test/install/consumer.c \
 	test/fuzz/run.sh test/fuzz/fuzz_matcher.cc test/fuzz/corpus test/check-errors-doc.sh \
+	test/fuzz/fuzz_wire.cc test/fuzz/fuzz_gpu_wire.cc test/fuzz/fuzz_proxy.cc test/fuzz/seeds.py \
 	test/install/CMakeLists.txt
 MPIX_TESTLISTS = test/mpi/testlist
 MPIX_TEST_SKIPS =

@@ -13,6 +13,7 @@
 #include "liveness.h"
 #include "gpu_path.h"
 #include "gpu_tags.h"
+#include "gpu_wire.h"
 #include "region_batch.h"
 #include "src/errors.h"
 
@@ -164,11 +165,19 @@ void P2PComm::unexpected_consumed(const Message &m) {
 }
 
 void P2PComm::arrived(const progress::Arrival &a) {
-  if (a.h.kind == kEager && a.payload_bytes < a.h.bytes) {
-    // A peer's envelope that promises more than came: never read past it.
-    std::fprintf(stderr, "[mpix] dropped a malformed message from rank %d (%zu of %llu bytes)\n", a.source,
-                 a.payload_bytes, static_cast<unsigned long long>(a.h.bytes));
-    if (link_) link_->consumed(a.source, a.credit);  // (unset while attach() still exchanges)
+  // The transport decoded its own framing; what the envelope and a GPU
+  // descriptor say is the protocol's to check, before the matcher (which
+  // takes a negative tag for a wildcard) or a copy trusts any of it.
+  progress::WireError bad = progress::check_header(a.h, a.payload_bytes, {data_tag_limit_, sizeof(GpuRts)});
+  GpuRts rts;
+  if (bad == progress::WireError::kOk && a.h.kind == kGpuRendezvous)
+    bad = decode_gpu_rts(a.payload, a.payload_bytes, a.h.bytes, &rts);
+  if (bad != progress::WireError::kOk) {
+    progress::report_malformed("point-to-point", a.source, bad);
+    if (link_) {  // (unset while attach() still exchanges)
+      if (a.h.kind == kRendezvous) link_->discard(a);  // UCX keeps its data until told
+      link_->consumed(a.source, a.credit);
+    }
     return;
   }
   auto m = std::make_unique<Message>();

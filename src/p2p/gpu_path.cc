@@ -19,6 +19,7 @@
 #include "engine.h"
 #include "gpu_cache.h"
 #include "gpu_tags.h"
+#include "gpu_wire.h"
 #include "src/errors.h"
 
 namespace mpix::p2p {
@@ -45,32 +46,6 @@ struct GpuAccess {
 };
 
 namespace {
-
-// ---- wire formats ----
-
-// Follows the WireHeader of a kGpuRendezvous envelope.
-struct GpuRts {
-  std::uint64_t host;       // node identity (hostname and boot id)
-  std::int32_t pid;
-  std::int32_t device;      // sender's GPU ordinal
-  std::uint64_t base;       // allocation base in the sender's address space
-  std::uint64_t size;       // allocation size (the receiver's cache: which addresses it occupies)
-  std::uint64_t offset;     // where the data starts in the allocation
-  std::uint32_t flags;      // kRtsIpc: handle valid (contiguous data, exportable)
-  std::uint32_t reserved;
-  unsigned char handle[device::kIpcHandleBytes];
-};
-static_assert(sizeof(GpuRts) == 112, "GPU rendezvous descriptor layout");
-constexpr std::uint32_t kRtsIpc = 1;
-
-// The receiver's answer to a GPU rendezvous.
-struct GpuReply {
-  std::uint32_t mode;       // kReplyDone or kReplyStage
-  std::uint32_t reserved;
-  std::uint64_t chunk;      // kReplyStage: chunk size the receiver posts
-};
-constexpr std::uint32_t kReplyDone = 1;
-constexpr std::uint32_t kReplyStage = 2;
 
 // ---- process state ----
 
@@ -285,6 +260,7 @@ struct SendOp final : Op, progress::Pending {
   std::unique_ptr<char[]> packed;       // packed host copy (non-contiguous)
   std::size_t bytes = 0;
   GpuReply reply{};
+  bool ipc_offered = false;  // what a "done" reply may answer
   bool staging = false;
   ChunkPlan plan;
   std::size_t next = 0, completed = 0;
@@ -297,6 +273,17 @@ struct SendOp final : Op, progress::Pending {
     --outstanding;
     if (st.MPI_ERROR != MPI_SUCCESS) {
       complete(st.MPI_ERROR);
+      return;
+    }
+    int got = 0;
+    PMPI_Get_count(&st, MPI_BYTE, &got);
+    const WireError bad = decode_gpu_reply(&reply, got > 0 ? static_cast<std::size_t>(got) : 0, ipc_offered, &reply);
+    if (bad != WireError::kOk) {
+      // The receiver's state is unknown: this send fails rather than
+      // guess whether the data moved.
+      std::fprintf(stderr, "[mpix] GPU rendezvous: malformed reply from rank %d: %s\n", dest,
+                   progress::wire_error_string(bad));
+      complete(MPI_ERR_OTHER);
       return;
     }
     if (reply.mode == kReplyStage) {
@@ -584,6 +571,7 @@ int gpu_rendezvous(P2PComm &c, const void *buf, int count, MPI_Datatype dtype, c
       if (auto *h = exported_handle(info)) {
         std::memcpy(env.rts.handle, h->data(), sizeof env.rts.handle);
         env.rts.flags = kRtsIpc;
+        op->ipc_offered = true;
       }
     }
   } else {
@@ -666,7 +654,8 @@ int gpu_eager(P2PComm &c, const void *buf, int count, MPI_Datatype dtype, const 
 void gpu_start(const GpuConfig &config) {
   g_config = config;
   if (g_config.depth < 1) g_config.depth = 1;
-  if (g_config.chunk < 4096) g_config.chunk = 4096;
+  // Within what a reply may ask for (decode_gpu_reply).
+  g_config.chunk = std::clamp<std::size_t>(g_config.chunk, kMinChunk, kMaxChunk);
   device::memtype_init(config.enabled);
   g_host = node_identity();
   g_pid = static_cast<std::int32_t>(getpid());

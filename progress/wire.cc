@@ -1,0 +1,59 @@
+#include "wire.h"
+
+#include <atomic>
+#include <cstdio>
+#include <cstring>
+
+namespace mpix::progress {
+namespace {
+std::atomic<std::uint64_t> g_malformed{0};
+}  // namespace
+
+const char *wire_error_string(WireError e) {
+  switch (e) {
+    case WireError::kOk: return "no error";
+    case WireError::kTruncated: return "truncated";
+    case WireError::kBadLength: return "wrong length";
+    case WireError::kBadKind: return "unknown or misplaced kind";
+    case WireError::kBadFlags: return "invalid flags";
+    case WireError::kBadTag: return "tag out of range";
+    case WireError::kBadDataTag: return "data tag out of range";
+    case WireError::kBadSize: return "sizes disagree";
+    case WireError::kBadRank: return "rank out of range";
+    case WireError::kBadField: return "reserved field not zero";
+  }
+  return "unknown error";
+}
+
+WireError check_header(const WireHeader &h, std::size_t payload_bytes, const WireLimits &limits) {
+  if (h.kind < kEager || h.kind > kGpuRendezvousBare) return WireError::kBadKind;
+  if ((h.flags & ~kFlagSyncAck) != 0) return WireError::kBadFlags;
+  // Only eager messages are acknowledged at the match; the others complete
+  // through their own handshake.
+  if ((h.flags & kFlagSyncAck) != 0 && h.kind != kEager) return WireError::kBadFlags;
+  if (h.tag < 0 || h.tag > limits.tag_ub) return WireError::kBadTag;
+  if (h.kind == kEager) return payload_bytes == h.bytes ? WireError::kOk : WireError::kBadSize;
+  // The data tag names the receive the payload (or the GPU reply, data tag
+  // + 1) goes to: both must be valid tags.
+  if (h.data_tag < 0 || h.data_tag >= limits.tag_ub) return WireError::kBadDataTag;
+  const std::size_t want = h.kind == kGpuRendezvous ? limits.descriptor_bytes : 0;
+  if (payload_bytes != want) return payload_bytes < want ? WireError::kTruncated : WireError::kBadSize;
+  return WireError::kOk;
+}
+
+WireError decode_landing(const void *buf, std::size_t got, WireHeader *h, std::size_t *payload_bytes) {
+  if (got < sizeof(WireHeader)) return WireError::kTruncated;
+  std::memcpy(h, buf, sizeof *h);
+  *payload_bytes = got - sizeof(WireHeader);
+  return WireError::kOk;
+}
+
+void report_malformed(const char *where, int source, WireError e) {
+  g_malformed.fetch_add(1, std::memory_order_relaxed);
+  std::fprintf(stderr, "[mpix] %s: dropped a malformed message from rank %d: %s\n", where, source,
+               wire_error_string(e));
+}
+
+std::uint64_t malformed_messages() { return g_malformed.load(std::memory_order_relaxed); }
+
+}  // namespace mpix::progress

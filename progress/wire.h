@@ -1,0 +1,71 @@
+// The protocol's envelope as it crosses the wire, and the checks every
+// envelope from a peer passes before anything acts on it. Pure functions
+// (no MPI, no UCX) so that unit tests and the libFuzzer targets of
+// test/fuzz drive them alone: a peer's bytes are never trusted, a
+// malformed or truncated message is reported and dropped, never read past
+// its end or handed to the matcher (an arrival with a negative tag would
+// be a wildcard there).
+#ifndef MPIX_PROGRESS_WIRE_H
+#define MPIX_PROGRESS_WIRE_H
+
+#include <cstddef>
+#include <cstdint>
+
+namespace mpix::progress {
+
+// The protocol's envelope. The transport carries it unchanged.
+struct WireHeader {
+  std::int32_t tag;
+  std::uint32_t kind;
+  std::uint64_t bytes;     // the message's size (not the payload's for GPU envelopes)
+  std::int32_t data_tag;   // rendezvous: unique per (communicator, destination) in flight
+  std::uint32_t flags;     // kFlagSyncAck
+};
+static_assert(sizeof(WireHeader) == 24, "wire header layout");
+
+// kGpuRendezvous*: device data announced by src/p2p/gpu_path.cc (with or
+// without its descriptor as payload).
+enum WireKind : std::uint32_t { kEager = 1, kRendezvous = 2, kGpuRendezvous = 3, kGpuRendezvousBare = 4 };
+// An eager synchronous send: the receiver's engine calls Link::matched()
+// once a receive took it, and only then does the send complete.
+constexpr std::uint32_t kFlagSyncAck = 1;
+
+// Why a peer's message was rejected (kOk: it was not).
+enum class WireError : std::uint8_t {
+  kOk = 0,
+  kTruncated,   // shorter than its fixed-size part
+  kBadLength,   // longer than its fixed-size part where nothing may follow
+  kBadKind,     // unknown kind or opcode, or one its transport cannot carry
+  kBadFlags,    // unknown flag bits, or a flag the kind does not allow
+  kBadTag,      // tag outside [0, MPI_TAG_UB]
+  kBadDataTag,  // rendezvous data tag outside [0, MPI_TAG_UB)
+  kBadSize,     // sizes that disagree with what arrived or lie outside what they describe
+  kBadRank,     // a rank outside its communicator
+  kBadField,    // a reserved or unused field that is not zero
+};
+const char *wire_error_string(WireError e);
+
+// What a valid envelope may contain, from the receiver's side.
+struct WireLimits {
+  int tag_ub = 32767;                // MPI_TAG_UB
+  std::size_t descriptor_bytes = 0;  // the payload of a kGpuRendezvous (src/p2p/gpu_wire.h)
+};
+
+// An envelope with payload_bytes bytes of payload after it: eager payloads
+// are exactly the message, rendezvous envelopes carry nothing (or the GPU
+// descriptor), tags are valid tags, only known flags.
+WireError check_header(const WireHeader &h, std::size_t payload_bytes, const WireLimits &limits);
+
+// The pmpi transport's landing buffer: got bytes received, envelope first.
+// On success *h is the envelope and *payload_bytes what follows it.
+WireError decode_landing(const void *buf, std::size_t got, WireHeader *h, std::size_t *payload_bytes);
+
+// Reports a dropped message on stderr ("[mpix] <where>: dropped a
+// malformed message from rank N: <why>") and counts it.
+void report_malformed(const char *where, int source, WireError e);
+// Messages dropped so far by this process.
+std::uint64_t malformed_messages();
+
+}  // namespace mpix::progress
+
+#endif

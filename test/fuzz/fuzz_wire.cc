@@ -1,0 +1,106 @@
+// libFuzzer target: the decoders of envelopes from peers (progress/wire.h,
+// progress/ucx_wire.h). The first byte picks the decoder (pmpi landing
+// buffer, UCX message header, UCX control header), the next few its
+// limits; the rest is the message, each part in a buffer of its own exact
+// size so that reading past it is an ASan error. What a decoder accepts is
+// used as the transports and the engine use it (the eager payload copied
+// out for its envelope's size) and must satisfy the documented rules, and
+// it must decode to exactly the bytes it came from.
+#include <climits>
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+
+#include "progress/ucx_wire.h"
+#include "progress/wire.h"
+
+namespace {
+
+using namespace mpix::progress;
+using namespace mpix::progress::ucx;
+
+[[noreturn]] void fail(const char *what) {
+  std::fprintf(stderr, "fuzz_wire: accepted %s\n", what);
+  std::abort();
+}
+
+WireLimits limits_of(std::uint8_t b) {
+  static const int kTagUbs[] = {0, 1, 32767, INT_MAX};
+  return WireLimits{kTagUbs[b % 4], 112};
+}
+
+// What the engine does with an envelope that passed check_header.
+void use(const WireHeader &h, const std::uint8_t *payload, std::size_t payload_bytes, const WireLimits &l) {
+  if (h.kind < kEager || h.kind > kGpuRendezvousBare) fail("an unknown kind");
+  if (h.tag < 0 || h.tag > l.tag_ub) fail("a tag out of range");
+  if ((h.flags & ~kFlagSyncAck) != 0) fail("unknown flags");
+  if (h.kind == kEager) {
+    std::vector<std::uint8_t> copy(static_cast<std::size_t>(h.bytes));  // bounded: payload_bytes == h.bytes
+    if (h.bytes > 0) std::memcpy(copy.data(), payload, static_cast<std::size_t>(h.bytes));
+  } else {
+    if (h.data_tag < 0 || h.data_tag >= l.tag_ub) fail("a data tag out of range");
+    if (payload_bytes != (h.kind == kGpuRendezvous ? l.descriptor_bytes : 0)) fail("a rendezvous payload");
+  }
+}
+
+void landing(const std::uint8_t *data, std::size_t size) {
+  if (size < 1) return;
+  const WireLimits l = limits_of(data[0]);
+  const std::vector<std::uint8_t> msg(data + 1, data + size);
+  WireHeader h{};
+  std::size_t payload = 0;
+  if (decode_landing(msg.data(), msg.size(), &h, &payload) != WireError::kOk) return;
+  if (payload + sizeof h != msg.size() || std::memcmp(&h, msg.data(), sizeof h) != 0) fail("a landing that is not its bytes");
+  if (check_header(h, payload, l) == WireError::kOk) use(h, msg.data() + sizeof h, payload, l);
+}
+
+void message(const std::uint8_t *data, std::size_t size) {
+  if (size < 4) return;
+  const WireLimits l = limits_of(data[0]);
+  const int world_size = data[1] % 8 + 1, link_size = data[2] % 8 + 1;
+  const bool rndv = (data[3] & 1) != 0;
+  const std::size_t header_length = data[3] >> 1;  // 0 .. 127, around sizeof(Envelope)
+  data += 4;
+  size -= 4;
+  if (header_length > size) return;
+  const std::vector<std::uint8_t> header(data, data + header_length), body(data + header_length, data + size);
+  Envelope e{};
+  if (decode_envelope(header.data(), header.size(), world_size, &e) != WireError::kOk) return;
+  if (header.size() != sizeof e || std::memcmp(&e, header.data(), sizeof e) != 0) fail("an envelope that is not its bytes");
+  if (e.world < 0 || e.world >= world_size) fail("a world rank out of range");
+  if (e.reserved != 0) fail("a reserved envelope field");
+  // The receiver acknowledges a cookie: only one a synchronous send asked for.
+  if (e.cookie != 0 && (e.h.flags & kFlagSyncAck) == 0) fail("a cookie without an acknowledged send");
+  if (check_link_arrival(e, link_size, rndv, body.size()) != WireError::kOk) return;
+  if (e.source < 0 || e.source >= link_size) fail("a source out of range");
+  if (rndv != (e.h.kind == kRendezvous)) fail("rendezvous data with another kind");
+  if (rndv && body.size() != e.h.bytes) fail("rendezvous data of another size than announced");
+  const std::size_t payload = rndv ? 0 : body.size();
+  if (check_header(e.h, payload, l) == WireError::kOk) use(e.h, body.data(), payload, l);
+}
+
+void control(const std::uint8_t *data, std::size_t size) {
+  if (size < 1) return;
+  const int world_size = data[0] % 8 + 1;
+  const std::vector<std::uint8_t> msg(data + 1, data + size);
+  Control c{};
+  if (decode_control(msg.data(), msg.size(), world_size, &c) != WireError::kOk) return;
+  if (msg.size() != sizeof c || std::memcmp(&c, msg.data(), sizeof c) != 0) fail("a control message that is not its bytes");
+  if (c.world < 0 || c.world >= world_size) fail("a control sender out of range");
+  if (c.kind == kSyncAck ? c.cookie == 0 || c.credit != 0 : c.kind != kCredit || c.cookie != 0) fail("a control message of another kind");
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t *data, std::size_t size) {
+  if (size == 0) return 0;
+  switch (data[0] % 3) {
+    case 0: landing(data + 1, size - 1); break;
+    case 1: message(data + 1, size - 1); break;
+    default: control(data + 1, size - 1); break;
+  }
+  return 0;
+}

@@ -1,0 +1,231 @@
+// The envelope checks (progress/wire.h) and the UCX transport's header
+// decoding (progress/ucx_wire.h): a valid encoding decodes to itself, every
+// truncation is rejected, and each field out of range is rejected by the
+// check that names it (each case sets exactly one field wrong, so removing
+// that check turns the case into a pass and the test fails).
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <vector>
+
+#include "progress/ucx_wire.h"
+#include "progress/wire.h"
+
+namespace {
+
+using namespace mpix::progress;
+using namespace mpix::progress::ucx;
+
+constexpr int kTagUb = 32767;
+const WireLimits kLimits{kTagUb, 112};
+
+WireHeader eager(std::uint64_t bytes) { return WireHeader{7, kEager, bytes, 0, 0}; }
+WireHeader rndv(WireKind kind) { return WireHeader{7, kind, 1 << 20, 5, 0}; }
+
+TEST(WireHeader, ValidEnvelopesPass) {
+  EXPECT_EQ(check_header(eager(10), 10, kLimits), WireError::kOk);
+  EXPECT_EQ(check_header(eager(0), 0, kLimits), WireError::kOk);
+  WireHeader sync = eager(3);
+  sync.flags = kFlagSyncAck;
+  EXPECT_EQ(check_header(sync, 3, kLimits), WireError::kOk);
+  EXPECT_EQ(check_header(rndv(kRendezvous), 0, kLimits), WireError::kOk);
+  EXPECT_EQ(check_header(rndv(kGpuRendezvousBare), 0, kLimits), WireError::kOk);
+  EXPECT_EQ(check_header(rndv(kGpuRendezvous), 112, kLimits), WireError::kOk);
+  WireHeader edge = rndv(kRendezvous);
+  edge.tag = kTagUb;
+  edge.data_tag = kTagUb - 1;
+  EXPECT_EQ(check_header(edge, 0, kLimits), WireError::kOk);
+}
+
+TEST(WireHeader, UnknownKindsAreRejected) {
+  for (std::uint32_t kind : {0u, 5u, 0xffffffffu}) {
+    WireHeader h = rndv(kRendezvous);
+    h.kind = kind;
+    EXPECT_EQ(check_header(h, 0, kLimits), WireError::kBadKind) << kind;
+  }
+}
+
+TEST(WireHeader, UnknownFlagsAndMisplacedAcksAreRejected) {
+  WireHeader h = eager(1);
+  h.flags = 2;
+  EXPECT_EQ(check_header(h, 1, kLimits), WireError::kBadFlags);
+  for (WireKind k : {kRendezvous, kGpuRendezvousBare}) {
+    WireHeader r = rndv(k);
+    r.flags = kFlagSyncAck;
+    EXPECT_EQ(check_header(r, 0, kLimits), WireError::kBadFlags) << k;
+  }
+}
+
+TEST(WireHeader, TagsOutsideTheRangeAreRejected) {
+  for (int tag : {-1, -2147483647 - 1, kTagUb + 1}) {
+    WireHeader h = eager(0);
+    h.tag = tag;
+    EXPECT_EQ(check_header(h, 0, kLimits), WireError::kBadTag) << tag;
+  }
+}
+
+TEST(WireHeader, RendezvousDataTagsOutsideTheRangeAreRejected) {
+  for (WireKind k : {kRendezvous, kGpuRendezvousBare})
+    for (int dt : {-1, kTagUb}) {
+      WireHeader h = rndv(k);
+      h.data_tag = dt;
+      EXPECT_EQ(check_header(h, 0, kLimits), WireError::kBadDataTag) << k << " " << dt;
+    }
+}
+
+TEST(WireHeader, PayloadsThatDisagreeWithTheEnvelopeAreRejected) {
+  EXPECT_EQ(check_header(eager(10), 9, kLimits), WireError::kBadSize);
+  EXPECT_EQ(check_header(eager(10), 11, kLimits), WireError::kBadSize);
+  EXPECT_EQ(check_header(eager(~0ull), 0, kLimits), WireError::kBadSize);
+  EXPECT_EQ(check_header(rndv(kRendezvous), 1, kLimits), WireError::kBadSize);
+  EXPECT_EQ(check_header(rndv(kGpuRendezvousBare), 112, kLimits), WireError::kBadSize);
+  EXPECT_EQ(check_header(rndv(kGpuRendezvous), 111, kLimits), WireError::kTruncated);
+  EXPECT_EQ(check_header(rndv(kGpuRendezvous), 0, kLimits), WireError::kTruncated);
+  EXPECT_EQ(check_header(rndv(kGpuRendezvous), 113, kLimits), WireError::kBadSize);
+}
+
+std::vector<char> landing(const WireHeader &h, std::size_t payload) {
+  std::vector<char> b(sizeof h + payload, 'x');
+  std::memcpy(b.data(), &h, sizeof h);
+  return b;
+}
+
+TEST(Landing, RoundTrips) {
+  const WireHeader h = eager(5);
+  const std::vector<char> b = landing(h, 5);
+  WireHeader out{};
+  std::size_t payload = 99;
+  ASSERT_EQ(decode_landing(b.data(), b.size(), &out, &payload), WireError::kOk);
+  EXPECT_EQ(std::memcmp(&out, &h, sizeof h), 0);
+  EXPECT_EQ(payload, 5u);
+  EXPECT_EQ(check_header(out, payload, kLimits), WireError::kOk);
+}
+
+TEST(Landing, EveryTruncationIsRejected) {
+  const std::vector<char> b = landing(eager(0), 0);
+  for (std::size_t n = 0; n < sizeof(WireHeader); ++n) {
+    WireHeader out{};
+    std::size_t payload = 0;
+    // Through a copy of exactly n bytes: a decoder that read further would
+    // read past it (the ASan build of this test reports that).
+    std::vector<char> cut(b.begin(), b.begin() + static_cast<std::ptrdiff_t>(n));
+    EXPECT_EQ(decode_landing(cut.data(), n, &out, &payload), WireError::kTruncated) << n;
+  }
+}
+
+Envelope envelope() {
+  Envelope e{};
+  e.link = 3;
+  e.source = 1;
+  e.world = 2;
+  e.seq = 9;
+  e.credit = 100;
+  e.h = eager(4);
+  return e;
+}
+
+WireError decode(const Envelope &e, std::size_t n, int world_size, Envelope *out) {
+  std::vector<char> b(sizeof e + 8, 0);
+  std::memcpy(b.data(), &e, sizeof e);
+  std::vector<char> cut(b.begin(), b.begin() + static_cast<std::ptrdiff_t>(n));
+  return decode_envelope(cut.data(), n, world_size, out);
+}
+
+TEST(UcxEnvelope, RoundTrips) {
+  Envelope e = envelope();
+  e.h.flags = kFlagSyncAck;
+  e.cookie = 77;
+  Envelope out{};
+  ASSERT_EQ(decode(e, sizeof e, 4, &out), WireError::kOk);
+  EXPECT_EQ(std::memcmp(&out, &e, sizeof e), 0);
+  EXPECT_EQ(check_link_arrival(out, 2, false, 4), WireError::kOk);
+}
+
+TEST(UcxEnvelope, EveryTruncationAndExtensionIsRejected) {
+  Envelope out{};
+  for (std::size_t n = 0; n < sizeof(Envelope); ++n) EXPECT_EQ(decode(envelope(), n, 4, &out), WireError::kTruncated) << n;
+  EXPECT_EQ(decode(envelope(), sizeof(Envelope) + 1, 4, &out), WireError::kBadLength);
+}
+
+TEST(UcxEnvelope, RanksOutOfRangeAreRejected) {
+  Envelope out{};
+  for (int world : {-1, 4, 1000}) {
+    Envelope e = envelope();
+    e.world = world;
+    EXPECT_EQ(decode(e, sizeof e, 4, &out), WireError::kBadRank) << world;
+  }
+  Envelope e = envelope();
+  e.source = -1;
+  EXPECT_EQ(decode(e, sizeof e, 4, &out), WireError::kBadRank);
+}
+
+TEST(UcxEnvelope, StrayFieldsAreRejected) {
+  Envelope out{};
+  Envelope e = envelope();
+  e.reserved = 1;
+  EXPECT_EQ(decode(e, sizeof e, 4, &out), WireError::kBadField);
+  e = envelope();
+  e.cookie = 5;  // without kFlagSyncAck
+  EXPECT_EQ(decode(e, sizeof e, 4, &out), WireError::kBadField);
+}
+
+TEST(UcxEnvelope, LinkArrivalsAreChecked) {
+  Envelope e = envelope();
+  e.source = 2;
+  EXPECT_EQ(check_link_arrival(e, 2, false, 4), WireError::kBadRank);
+  e.source = -1;
+  EXPECT_EQ(check_link_arrival(e, 2, false, 4), WireError::kBadRank);
+  e = envelope();
+  EXPECT_EQ(check_link_arrival(e, 2, true, 4), WireError::kBadKind);  // eager kind, rendezvous data
+  e.h = rndv(kRendezvous);
+  EXPECT_EQ(check_link_arrival(e, 2, false, 0), WireError::kBadKind);  // rendezvous kind, eager data
+  EXPECT_EQ(check_link_arrival(e, 2, true, e.h.bytes), WireError::kOk);
+  EXPECT_EQ(check_link_arrival(e, 2, true, e.h.bytes - 1), WireError::kBadSize);
+  EXPECT_EQ(check_link_arrival(e, 2, true, e.h.bytes + 1), WireError::kBadSize);
+}
+
+WireError decode(const Control &c, std::size_t n, Control *out) {
+  std::vector<char> b(sizeof c + 8, 0);
+  std::memcpy(b.data(), &c, sizeof c);
+  std::vector<char> cut(b.begin(), b.begin() + static_cast<std::ptrdiff_t>(n));
+  return decode_control(cut.data(), n, 4, out);
+}
+
+TEST(UcxControl, RoundTrips) {
+  for (const Control c : {Control{kCredit, 3, 4096, 0, 0}, Control{kSyncAck, 0, 0, 0, 12}}) {
+    Control out{};
+    ASSERT_EQ(decode(c, sizeof c, &out), WireError::kOk);
+    EXPECT_EQ(std::memcmp(&out, &c, sizeof c), 0);
+  }
+}
+
+TEST(UcxControl, EveryTruncationAndExtensionIsRejected) {
+  Control out{};
+  const Control c{kCredit, 3, 4096, 0, 0};
+  for (std::size_t n = 0; n < sizeof c; ++n) EXPECT_EQ(decode(c, n, &out), WireError::kTruncated) << n;
+  EXPECT_EQ(decode(c, sizeof c + 1, &out), WireError::kBadLength);
+}
+
+TEST(UcxControl, BadFieldsAreRejected) {
+  Control out{};
+  EXPECT_EQ(decode(Control{0, 3, 1, 0, 0}, sizeof(Control), &out), WireError::kBadKind);
+  EXPECT_EQ(decode(Control{3, 3, 0, 0, 1}, sizeof(Control), &out), WireError::kBadKind);
+  EXPECT_EQ(decode(Control{kCredit, 4, 1, 0, 0}, sizeof(Control), &out), WireError::kBadRank);
+  EXPECT_EQ(decode(Control{kCredit, -1, 1, 0, 0}, sizeof(Control), &out), WireError::kBadRank);
+  EXPECT_EQ(decode(Control{kCredit, 3, 1, 1, 0}, sizeof(Control), &out), WireError::kBadField);
+  EXPECT_EQ(decode(Control{kCredit, 3, 1, 0, 9}, sizeof(Control), &out), WireError::kBadField);
+  EXPECT_EQ(decode(Control{kSyncAck, 3, 1, 0, 9}, sizeof(Control), &out), WireError::kBadField);
+  EXPECT_EQ(decode(Control{kSyncAck, 3, 0, 0, 0}, sizeof(Control), &out), WireError::kBadField);
+}
+
+TEST(WireError, EveryErrorHasItsOwnText) {
+  std::vector<std::string> seen;
+  for (int e = 0; e <= static_cast<int>(WireError::kBadField); ++e) {
+    const std::string s = wire_error_string(static_cast<WireError>(e));
+    EXPECT_NE(s, "unknown error") << e;
+    for (const auto &t : seen) EXPECT_NE(s, t) << e;
+    seen.push_back(s);
+  }
+}
+
+}  // namespace
