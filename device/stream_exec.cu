@@ -155,19 +155,187 @@ __device__ int block_test(const MPIX_Device_comm *h, MPIX_Device_request *r) {
   }
 }
 
-__global__ void __launch_bounds__(1024) send_kernel(const MPIX_Device_comm h, const void *buf, std::size_t bytes, int peer, int tag,
-                            std::uint32_t seq, ExecFailure *failure, std::uint32_t op) {
-  const int rc = mpixd_send_block(&h, buf, bytes, peer, tag, true, seq);
-  if (threadIdx.x == 0) note_failure(failure, rc, op);
+// Programmatic dependent launch (sm_90): each kernel lets the next one of
+// the stream be scheduled at once and waits, before touching memory, until
+// the previous one has completed and flushed (as stream order requires).
+// The launch latency between consecutive operations is then hidden behind
+// the previous kernel's run. A kernel launched without the attribute (the
+// application's) simply runs after ours.
+__device__ __forceinline__ void after_previous() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
 }
 
-__global__ void __launch_bounds__(1024) recv_kernel(const MPIX_Device_comm h, void *buf, std::size_t bytes, int peer, int tag,
-                            std::uint32_t seq, ExecFailure *failure, std::uint32_t op, ExecResult *out) {
+// Hand-over from block 0 (which runs the protocol) to the other blocks of
+// a wide transfer: one per StreamExec, reused by its blocking kernels, which
+// the stream runs one after the other.
+struct WideState {
+  volatile std::uint32_t op;
+  int rc;
+  std::uint32_t chan, ticket, nslots;
+  std::uint64_t msg_bytes;
+  // The table way the last blocking receive took: freeing it (a remote
+  // atomic) is left to the next kernel of ours, after its own work, so
+  // that it is off the path from one message to the next.
+  std::uint32_t free_pending, free_slot;
+  int free_peer;
+};
+
+// By lane 0 of block 0 only (kernels of one StreamExec run one at a time).
+__device__ void flush_deferred(const MPIX_Device_comm *h, WideState *w) {
+  if (w->free_pending == 0) return;
+  mpixd_free_deferred(h, w->free_peer, w->free_slot);
+  w->free_pending = 0;
+}
+
+__device__ void wide_publish(WideState *w, std::uint32_t op) {
+  __threadfence();
+  w->op = op;
+}
+
+__device__ void wide_wait(WideState *w, std::uint32_t op) {
+  if (threadIdx.x == 0) {
+    unsigned ns = MPIXD_BACKOFF_MIN_NS;
+    while (w->op != op) mpixd_backoff(&ns, MPIXD_BACKOFF_IPC_NS);
+    __threadfence();
+  }
+  __syncthreads();
+}
+
+// A message of many chunks sent by several blocks: block 0 numbers and
+// posts it, then every block moves the chunks j = blockIdx.x (mod
+// gridDim.x), each chunk published by its own sequence word.
+__global__ void __launch_bounds__(1024) send_wide_kernel(const MPIX_Device_comm h, const void *buf, std::size_t bytes,
+                                                         int peer, int tag, std::uint32_t seq, WideState *w,
+                                                         ExecFailure *failure, std::uint32_t op) {
+  after_previous();
+  const MPIX_Device_comm *hp = &h;
+  if (blockIdx.x == 0 && threadIdx.x == 0) {
+    w->rc = mpixd_check_args(hp, buf, bytes, peer, tag);
+    if (w->rc == MPIX_DEVICE_SUCCESS) {
+      w->chan = mpixd_channel(hp, tag);
+      w->nslots = mpixd_nslots(hp, bytes);
+      w->ticket = mpixd_fetch_add(&mpixd_schan_of(hp, hp->local, peer, w->chan)->tail, w->nslots);
+      uint32_t slot;
+      unsigned ns = MPIXD_BACKOFF_MIN_NS;
+      while (!mpixd_claim_way(hp, peer, tag, seq, &slot)) mpixd_backoff(&ns, MPIXD_BACKOFF_IPC_NS);
+      mpixd_post_entry(hp, peer, hp->bases[peer], slot, tag, seq, (uint32_t)bytes, w->chan, w->ticket, w->nslots, buf);
+    }
+    note_failure(failure, w->rc, op);
+    wide_publish(w, op);
+  }
+  wide_wait(w, op);
+  if (w->rc != MPIX_DEVICE_SUCCESS) return;
+  const uint32_t chan = w->chan, ticket = w->ticket, n = w->nslots;
+  mpixd_schan *sc = mpixd_schan_of(hp, hp->local, peer, chan);
+  const bool near = mpixd_near(hp, peer);
+  for (uint32_t j = blockIdx.x; j < n; j += gridDim.x) {
+    if (threadIdx.x == 0) {
+      unsigned ns = MPIXD_BACKOFF_MIN_NS;
+      while (mpixd_room(hp, sc, ticket + j, 1, near) == 0) mpixd_backoff(&ns, MPIXD_BACKOFF_IPC_NS);
+    }
+    __syncthreads();
+    mpixd_put_chunk(hp, peer, chan, ticket, j, buf, bytes, threadIdx.x, blockDim.x);
+    __syncthreads();
+    if (threadIdx.x == 0) mpixd_publish_chunks(hp, peer, chan, ticket + j, 1);
+  }
+  if (blockIdx.x == 0 && threadIdx.x == 0) flush_deferred(hp, w);
+}
+
+// Its receive: block 0 finds the entry, every block copies its chunks out
+// and releases their ring slots (in any order: the release is ordered by
+// whoever holds the ring's release lock).
+__global__ void __launch_bounds__(1024) recv_wide_kernel(const MPIX_Device_comm h, void *buf, std::size_t bytes,
+                                                         int peer, int tag, std::uint32_t seq, WideState *w,
+                                                         ExecFailure *failure, std::uint32_t op, ExecResult *out) {
+  after_previous();
+  const MPIX_Device_comm *hp = &h;
+  if (blockIdx.x == 0 && threadIdx.x == 0) {
+    MPIX_Device_request r;
+    w->rc = mpixd_check(hp, buf, bytes, peer, tag, &r);
+    w->nslots = 0;
+    w->msg_bytes = 0;
+    if (w->rc == MPIX_DEVICE_SUCCESS) {
+      char *const src_base = hp->bases[peer];
+      uint64_t *keys = mpixd_mkeys(hp, hp->local, peer);
+      const uint32_t b0 = mpixd_bucket(hp, tag, seq);
+      const uint64_t want = mpixd_mkey(tag, seq);
+      int32_t slot;
+      uint64_t key = 0;
+      unsigned ns = MPIXD_BACKOFF_MIN_NS;
+      while ((slot = mpixd_find_at(hp->buckets, keys, b0, want, &key)) < 0) mpixd_backoff(&ns, MPIXD_BACKOFF_IPC_NS);
+      mpixd_recv_start(&r, buf, bytes, peer, tag, seq);
+      mpixd_recv_take(hp, &r, slot, key, src_base);
+      if (r.state == MPIXD_RECV_BOUND) {
+        w->chan = r.chan;
+        w->ticket = r.ticket;
+        w->nslots = r.nslots;
+      }
+      w->msg_bytes = r.msg_bytes;
+      const int rc = r.msg_bytes > bytes ? MPIX_DEVICE_ERR_TRUNCATE : MPIX_DEVICE_SUCCESS;
+      note_result(out, r.msg_bytes, rc);
+      note_failure(failure, rc, op);
+    } else {
+      note_result(out, 0, w->rc);
+      note_failure(failure, w->rc, op);
+    }
+    wide_publish(w, op);
+  }
+  wide_wait(w, op);
+  if (w->rc != MPIX_DEVICE_SUCCESS) return;
+  MPIX_Device_request r{};
+  r.peer = peer;
+  r.buf = buf;
+  r.bytes = bytes;
+  r.chan = w->chan;
+  r.ticket = w->ticket;
+  r.nslots = w->nslots;
+  r.msg_bytes = w->msg_bytes;
+  for (uint32_t j = blockIdx.x; j < r.nslots; j += gridDim.x) {
+    if (threadIdx.x == 0) {
+      unsigned ns = MPIXD_BACKOFF_MIN_NS;
+      while (!mpixd_arrived(hp, peer, r.chan, r.ticket + j)) mpixd_backoff(&ns, MPIXD_BACKOFF_IPC_NS);
+    }
+    __syncthreads();
+    mpixd_get_chunk(hp, &r, j, threadIdx.x, blockDim.x);
+    __syncthreads();
+    if (threadIdx.x == 0) {
+      mpixd_mark_done(hp, peer, r.chan, r.ticket + j);
+      mpixd_ring_release(hp, peer, r.chan);
+    }
+  }
+  if (blockIdx.x == 0 && threadIdx.x == 0) flush_deferred(hp, w);
+}
+
+__global__ void __launch_bounds__(1024) send_kernel(const MPIX_Device_comm h, const void *buf, std::size_t bytes,
+                                                    int peer, int tag, std::uint32_t seq, WideState *w,
+                                                    ExecFailure *failure, std::uint32_t op) {
+  after_previous();
+  const int rc = mpixd_send_block(&h, buf, bytes, peer, tag, true, seq);
+  if (threadIdx.x == 0) {
+    note_failure(failure, rc, op);
+    flush_deferred(&h, w);
+  }
+}
+
+__global__ void __launch_bounds__(1024) recv_kernel(const MPIX_Device_comm h, void *buf, std::size_t bytes,
+                                                    int peer, int tag, std::uint32_t seq, WideState *w,
+                                                    ExecFailure *failure, std::uint32_t op, ExecResult *out) {
+  after_previous();
   std::size_t got = 0;
-  const int rc = mpixd_recv_block(&h, buf, bytes, peer, tag, &got, true, seq);
+  std::uint32_t taken = 0xffffffffu;
+  const int rc = mpixd_recv_block(&h, buf, bytes, peer, tag, &got, true, seq, &taken);
   if (threadIdx.x == 0) {
     note_result(out, got, rc);
     note_failure(failure, rc, op);
+    flush_deferred(&h, w);
+    if (taken != 0xffffffffu) {
+      w->free_peer = peer;
+      w->free_slot = taken;
+      w->free_pending = 1;
+    }
   }
 }
 
@@ -175,7 +343,8 @@ __global__ void __launch_bounds__(1024) recv_kernel(const MPIX_Device_comm h, vo
 // that the wait reports it); a send then writes what the peer has room for,
 // by the whole block.
 __global__ void start_kernel(const MPIX_Device_comm h, MPIX_Device_request *r, bool send, const void *buf,
-                             std::size_t bytes, int peer, int tag, std::uint32_t seq) {
+                             std::size_t bytes, int peer, int tag, std::uint32_t seq, WideState *w) {
+  after_previous();
   if (threadIdx.x == 0) {
     const int rc = mpixd_check(&h, buf, bytes, peer, tag, r);
     if (rc != MPIX_DEVICE_SUCCESS) {
@@ -201,13 +370,15 @@ __global__ void start_kernel(const MPIX_Device_comm h, MPIX_Device_request *r, b
     }
   }
   __syncthreads();
-  if (!send || r->state != MPIXD_SEND) return;
-  // Complete now if it fits; the final status stays for the wait.
-  const int rc = block_test(&h, r);
-  if (threadIdx.x == 0 && rc != MPIX_DEVICE_PENDING) {
-    r->status = rc;
-    r->state = MPIXD_DONE;
+  if (send && r->state == MPIXD_SEND) {
+    // Complete now if it fits; the final status stays for the wait.
+    const int rc = block_test(&h, r);
+    if (threadIdx.x == 0 && rc != MPIX_DEVICE_PENDING) {
+      r->status = rc;
+      r->state = MPIXD_DONE;
+    }
   }
+  if (threadIdx.x == 0) flush_deferred(&h, w);
 }
 
 // Each block drives its share of the requests (whole-block copies) until
@@ -239,17 +410,46 @@ __device__ void wait_all(const MPIX_Device_comm *h, MPIX_Device_request *const *
   }
 }
 
-__global__ void wait_inline_kernel(const MPIX_Device_comm h, WaitInline list, int n, ExecFailure *failure,
-                                   std::uint32_t op) {
+__global__ void wait_inline_kernel(const MPIX_Device_comm h, WaitInline list, int n, WideState *w,
+                                   ExecFailure *failure, std::uint32_t op) {
+  after_previous();
   wait_all(&h, list.reqs, list.results, n, failure, op);
+  if (blockIdx.x == 0 && threadIdx.x == 0) flush_deferred(&h, w);
 }
 
 __global__ void wait_list_kernel(const MPIX_Device_comm h, MPIX_Device_request *const *reqs,
-                                 ExecResult *const *results, int n, ExecFailure *failure, std::uint32_t op) {
+                                 ExecResult *const *results, int n, WideState *w, ExecFailure *failure,
+                                 std::uint32_t op) {
+  after_previous();
   wait_all(&h, reqs, results, n, failure, op);
+  if (blockIdx.x == 0 && threadIdx.x == 0) flush_deferred(&h, w);
 }
 
 ExecStatus launched() { return cudaGetLastError() == cudaSuccess ? ExecStatus::kOk : ExecStatus::kCudaError; }
+
+// Launches a kernel of ours on s, allowed to start before the previous
+// kernel of the stream ends (see after_previous).
+template <typename... Params, typename... Args>
+ExecStatus launch(void (*kernel)(Params...), unsigned blocks, unsigned threads, cudaStream_t s, Args... args) {
+  cudaLaunchConfig_t cfg{};
+  cfg.gridDim = dim3(blocks);
+  cfg.blockDim = dim3(threads);
+  cfg.stream = s;
+  cudaLaunchAttribute attr[1];
+  attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attr[0].val.programmaticStreamSerializationAllowed = 1;
+  cfg.attrs = attr;
+  cfg.numAttrs = 1;
+  if (cudaLaunchKernelEx(&cfg, kernel, args...) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return ExecStatus::kCudaError;
+  }
+  return ExecStatus::kOk;
+}
+
+// Messages of at least this many chunks move by several blocks at once.
+constexpr std::uint32_t kWideChunks = 2;
+constexpr unsigned kWideBlocks = 16;
 
 }  // namespace
 
@@ -283,7 +483,8 @@ struct StreamExec::Impl {
   std::vector<ExecResult *> result_chunks;
   std::vector<ExecResult *> free_results;
   std::mutex results_mutex;  // results go back from the progress thread
-  unsigned send_limit = 32, recv_limit = 32, start_limit = 32, wait_limit = 32;
+  unsigned send_limit = 32, recv_limit = 32, start_limit = 32, wait_limit = 32, wide_limit = 32;
+  WideState *wide = nullptr;  // device memory
 
   ~Impl() {
     // Kernels of the stream may still use these: the communicator is being
@@ -292,6 +493,7 @@ struct StreamExec::Impl {
     for (auto *c : request_chunks) cudaFree(c);
     for (auto *c : result_chunks) cudaFreeHost(c);
     if (failure != nullptr) cudaFreeHost(failure);
+    if (wide != nullptr) cudaFree(wide);
     (void)cudaGetLastError();
   }
   bool current() {
@@ -334,6 +536,17 @@ std::unique_ptr<StreamExec> StreamExec::create(void *cuda_stream, const MPIX_Dev
   impl->start_limit = limit(reinterpret_cast<const void *>(start_kernel));
   impl->wait_limit = std::min(limit(reinterpret_cast<const void *>(wait_inline_kernel)),
                               limit(reinterpret_cast<const void *>(wait_list_kernel)));
+  impl->wide_limit = std::min(limit(reinterpret_cast<const void *>(send_wide_kernel)),
+                              limit(reinterpret_cast<const void *>(recv_wide_kernel)));
+  void *wide = nullptr;
+  if (cudaMalloc(&wide, sizeof(WideState)) != cudaSuccess || cudaMemset(wide, 0, sizeof(WideState)) != cudaSuccess ||
+      cudaDeviceSynchronize() != cudaSuccess) {
+    (void)cudaGetLastError();
+    if (wide != nullptr) cudaFree(wide);
+    cudaFreeHost(mem);
+    return nullptr;
+  }
+  impl->wide = static_cast<WideState *>(wide);
   impl->failure = static_cast<ExecFailure *>(mem);
   impl->failure->code = 0;
   impl->failure->op = 0;
@@ -345,8 +558,12 @@ ExecStatus StreamExec::send(const void *buf, std::size_t bytes, int peer, int ta
                             std::uint32_t op) {
   Impl &m = *impl_;
   if (!m.current()) return ExecStatus::kCudaError;
-  send_kernel<<<1, threads_for(bytes, m.send_limit), 0, m.stream>>>(m.h, buf, bytes, peer, tag, seq, m.failure, op);
-  return launched();
+  const std::uint32_t chunks = bytes <= MPIXD_INLINE ? 0 : static_cast<std::uint32_t>((bytes + m.h.slot_bytes - 1) / m.h.slot_bytes);
+  if (chunks >= kWideChunks)
+    return launch(send_wide_kernel, std::min<unsigned>(chunks, kWideBlocks), m.wide_limit, m.stream, m.h, buf, bytes,
+                  peer, tag, seq, m.wide, m.failure, op);
+  return launch(send_kernel, 1, threads_for(bytes, m.send_limit), m.stream, m.h, buf, bytes, peer, tag, seq, m.wide,
+                m.failure, op);
 }
 
 ExecStatus StreamExec::recv(void *buf, std::size_t bytes, int peer, int tag, std::uint32_t seq, std::uint32_t op,
@@ -354,23 +571,29 @@ ExecStatus StreamExec::recv(void *buf, std::size_t bytes, int peer, int tag, std
   Impl &m = *impl_;
   if (!m.current()) return ExecStatus::kCudaError;
   if (out != nullptr) out->written = 0;
-  recv_kernel<<<1, threads_for(bytes, m.recv_limit), 0, m.stream>>>(m.h, buf, bytes, peer, tag, seq, m.failure, op, out);
-  return launched();
+  // Wide by the receive buffer: a message as long (or longer: truncated)
+  // comes in as many chunks; a shorter one leaves blocks with nothing to do.
+  const std::uint32_t chunks = bytes <= MPIXD_INLINE ? 0 : static_cast<std::uint32_t>((bytes + m.h.slot_bytes - 1) / m.h.slot_bytes);
+  if (chunks >= kWideChunks)
+    return launch(recv_wide_kernel, std::min<unsigned>(chunks, kWideBlocks), m.wide_limit, m.stream, m.h, buf, bytes,
+                  peer, tag, seq, m.wide, m.failure, op, out);
+  return launch(recv_kernel, 1, threads_for(bytes, m.recv_limit), m.stream, m.h, buf, bytes, peer, tag, seq, m.wide,
+                m.failure, op, out);
 }
 
 ExecStatus StreamExec::isend(DeviceRequest r, const void *buf, std::size_t bytes, int peer, int tag,
                              std::uint32_t seq) {
   Impl &m = *impl_;
   if (!m.current()) return ExecStatus::kCudaError;
-  start_kernel<<<1, threads_for(bytes, m.start_limit), 0, m.stream>>>(m.h, r, true, buf, bytes, peer, tag, seq);
-  return launched();
+  return launch(start_kernel, 1, threads_for(bytes, m.start_limit), m.stream, m.h, r, true, buf, bytes, peer, tag,
+                seq, m.wide);
 }
 
 ExecStatus StreamExec::irecv(DeviceRequest r, void *buf, std::size_t bytes, int peer, int tag, std::uint32_t seq) {
   Impl &m = *impl_;
   if (!m.current()) return ExecStatus::kCudaError;
-  start_kernel<<<1, 32, 0, m.stream>>>(m.h, r, false, buf, bytes, peer, tag, seq);
-  return launched();
+  return launch(start_kernel, 1, 32, m.stream, m.h, r, false, static_cast<const void *>(buf), bytes, peer, tag, seq,
+                m.wide);
 }
 
 ExecStatus StreamExec::wait(const std::vector<DeviceRequest> &reqs, const std::vector<ExecResult *> &results,
@@ -391,8 +614,7 @@ ExecStatus StreamExec::wait(const std::vector<DeviceRequest> &reqs, const std::v
       list.reqs[i] = reqs[i];
       list.results[i] = results.empty() ? nullptr : results[i];
     }
-    wait_inline_kernel<<<blocks, threads, 0, m.stream>>>(m.h, list, n, m.failure, op);
-    return launched();
+    return launch(wait_inline_kernel, blocks, threads, m.stream, m.h, list, n, m.wide, m.failure, op);
   }
   // The list goes to the device in stream order: a pageable source is
   // staged by the driver before cudaMemcpyAsync returns, so the vectors
@@ -408,8 +630,8 @@ ExecStatus StreamExec::wait(const std::vector<DeviceRequest> &reqs, const std::v
   if (cudaMemcpyAsync(dev, table.data(), bytes, cudaMemcpyHostToDevice, m.stream) != cudaSuccess) return launched();
   auto *const *dreqs = static_cast<MPIX_Device_request *const *>(dev);
   auto *const *dres = reinterpret_cast<ExecResult *const *>(static_cast<void **>(dev) + n);
-  wait_list_kernel<<<blocks, threads, 0, m.stream>>>(m.h, dreqs, dres, n, m.failure, op);
-  const ExecStatus st = launched();
+  const ExecStatus st =
+      launch(wait_list_kernel, blocks, threads, m.stream, m.h, dreqs, dres, n, m.wide, m.failure, op);
   cudaFreeAsync(dev, m.stream);
   return st;
 }

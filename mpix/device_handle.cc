@@ -47,16 +47,20 @@ int agree(MPI_Comm comm, Err mine) {
 
 namespace mpix::devhandle {
 
-Err create(MPI_Comm comm, bool ipc_only, std::unique_ptr<DeviceHandle> *out) {
+Layout layout_from_config() {
+  const Config &cfg = runtime().config;
+  return Layout{static_cast<unsigned>(cfg.device_channels), static_cast<unsigned>(cfg.device_ring),
+                static_cast<unsigned>(cfg.device_slot_bytes), static_cast<unsigned>(cfg.device_table),
+                static_cast<unsigned>(cfg.device_keys)};
+}
+
+Err create(MPI_Comm comm, bool ipc_only, const Layout &layout, std::unique_ptr<DeviceHandle> *out) {
   MPIX_Device_comm h{};
   PMPI_Comm_rank(comm, &h.rank);
   PMPI_Comm_size(comm, &h.size);
-  // Sizes from the environment (src/config.cc), agreed on: the layouts
-  // must be identical.
+  // Agreed on: the layouts must be identical.
   const Config &cfg = runtime().config;
-  unsigned sizes[5] = {static_cast<unsigned>(cfg.device_channels), static_cast<unsigned>(cfg.device_ring),
-                       static_cast<unsigned>(cfg.device_slot_bytes), static_cast<unsigned>(cfg.device_table),
-                       static_cast<unsigned>(cfg.device_keys)};
+  unsigned sizes[5] = {layout.channels, layout.ring, layout.slot_bytes, layout.table, layout.keys};
   PMPI_Allreduce(MPI_IN_PLACE, sizes, 5, MPI_UNSIGNED, MPI_MAX, comm);
   h.channels = sizes[0];
   h.slots = sizes[1];
@@ -138,7 +142,7 @@ int MPIX_Comm_device_handle(MPI_Comm comm, MPIX_Device_comm *handle) {
   PMPI_Comm_test_inter(comm, &inter);
   if (inter) return raise_error(comm, Err::kInvalidComm, __func__);
   std::unique_ptr<DeviceHandle> owner;
-  const Err e = devhandle::create(comm, false, &owner);
+  const Err e = devhandle::create(comm, false, devhandle::layout_from_config(), &owner);
   if (e != Err::kCount) return raise_error(comm, e, __func__);
   *handle = owner->h;
   PMPI_Comm_set_attr(comm, g_keyval, owner.release());

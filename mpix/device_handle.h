@@ -40,12 +40,20 @@ struct DeviceHandle {
 };
 
 
+// The sizes of a device communicator's mailboxes (see
+// MPIX_Comm_device_handle(3)); every rank must use the same.
+struct Layout {
+  unsigned channels, ring, slot_bytes, table, keys;
+};
+// What the MPIX_DEVICE_* settings ask for.
+Layout layout_from_config();
+
 // Creates comm's device communicator (collective over comm; every rank gets
 // the same outcome). ipc_only: where the ranks are not all on this node or
 // MPIX_DEVICE_PATH=proxy asks for the proxy, nothing is created and *out
 // stays null. Returns Err::kCount on success, else the error of the worst
 // rank.
-Err create(MPI_Comm comm, bool ipc_only, std::unique_ptr<DeviceHandle> *out);
+Err create(MPI_Comm comm, bool ipc_only, const Layout &layout, std::unique_ptr<DeviceHandle> *out);
 
 }  // namespace mpix::devhandle
 

@@ -53,7 +53,14 @@ std::unique_ptr<KernelComm> KernelComm::create(MPI_Comm comm, Stream *s) {
   // The mailbox goes on the stream's GPU.
   s->trigger->make_current();
   std::unique_ptr<KernelComm> k(new KernelComm());  // NOLINT: private constructor
-  const Err e = devhandle::create(comm, /*ipc_only=*/true, &k->dev_);
+  // Rings of fewer, larger blocks than device handles' default (the same
+  // 32 MiB per peer): a stream's operations are few and large next to a
+  // kernel's thousands of threads, and a transfer's cost is per block.
+  devhandle::Layout layout = devhandle::layout_from_config();
+  layout.channels = 8;
+  layout.ring = 16;
+  layout.slot_bytes = 256 * 1024;
+  const Err e = devhandle::create(comm, /*ipc_only=*/true, layout, &k->dev_);
   if (e != Err::kCount || !k->dev_) {
     if (verbose() && e != Err::kCount) std::fprintf(stderr, "[mpix] stream communicator: %s; host-driven path\n", error_text(e));
     return nullptr;

@@ -118,11 +118,20 @@ MPIXD_HD int mpixd_irecv(const MPIX_Device_comm *h, void *buf, size_t bytes, int
   return MPIX_DEVICE_SUCCESS;
 }
 
+/* A way a receive took and left for later to free (mpixd_recv_take with
+ * `defer`): freeing it is a remote atomic, which a caller may keep off its
+ * critical path. */
+#define MPIXD_DEFER_TINY 0x80000000u
+MPIXD_HD void mpixd_free_deferred(const MPIX_Device_comm *h, int peer, uint32_t deferred) {
+  mpixd_free_way(h, peer, h->bases[peer], deferred & ~MPIXD_DEFER_TINY, (deferred & MPIXD_DEFER_TINY) != 0);
+}
+
 /* Takes the message a waiting receive found at way `slot` of its source's
  * table, whose key was `key` (a tiny or inline one completes the receive, a
- * staged one binds it to its chunks) and frees the way. */
-MPIXD_HD void mpixd_recv_take(const MPIX_Device_comm *h, MPIX_Device_request *r, int32_t slot, uint64_t key,
-                              char *src_base) {
+ * staged one binds it to its chunks) and frees the way, or, with `defer`,
+ * leaves that to mpixd_free_deferred(*defer). */
+MPIXD_HD void mpixd_recv_take_ex(const MPIX_Device_comm *h, MPIX_Device_request *r, int32_t slot, uint64_t key,
+                                 char *src_base, uint32_t *defer) {
   uint64_t *cell = mpixd_mkeys(h, h->local, r->peer) + 2 * (uint64_t)slot;
   const bool near = mpixd_near(h, r->peer);
   if ((key & MPIXD_KEY_SIZE) != MPIXD_KEY_ENTRY) {
@@ -130,7 +139,8 @@ MPIXD_HD void mpixd_recv_take(const MPIX_Device_comm *h, MPIX_Device_request *r,
     w[0].a = mpixd_cell_take(cell, near);
     r->msg_bytes = key & MPIXD_KEY_SIZE;
     if (r->msg_bytes > 0 && r->bytes > 0) mpixd_inline_store(r->buf, w, r->msg_bytes < r->bytes ? r->msg_bytes : r->bytes);
-    mpixd_free_way(h, r->peer, src_base, (uint32_t)slot, true);
+    if (defer) *defer = (uint32_t)slot | MPIXD_DEFER_TINY;
+    else mpixd_free_way(h, r->peer, src_base, (uint32_t)slot, true);
     r->state = MPIXD_DONE;
     r->status = r->msg_bytes > r->bytes ? MPIX_DEVICE_ERR_TRUNCATE : MPIX_DEVICE_SUCCESS;
     return;
@@ -147,7 +157,8 @@ MPIXD_HD void mpixd_recv_take(const MPIX_Device_comm *h, MPIX_Device_request *r,
       w[1] = ((const mpixd_w16 *)e->data)[1];
       mpixd_inline_store(r->buf, w, r->msg_bytes < r->bytes ? r->msg_bytes : r->bytes);
     }
-    mpixd_free_way(h, r->peer, src_base, (uint32_t)slot, false);
+    if (defer) *defer = (uint32_t)slot;
+    else mpixd_free_way(h, r->peer, src_base, (uint32_t)slot, false);
     r->state = MPIXD_DONE;
     r->status = r->msg_bytes > r->bytes ? MPIX_DEVICE_ERR_TRUNCATE : MPIX_DEVICE_SUCCESS;
     return;
@@ -155,9 +166,15 @@ MPIXD_HD void mpixd_recv_take(const MPIX_Device_comm *h, MPIX_Device_request *r,
   r->chan = (uint32_t)(head.a >> 32);
   r->ticket = (uint32_t)head.b;
   r->nslots = (uint32_t)(head.b >> 32);
-  mpixd_free_way(h, r->peer, src_base, (uint32_t)slot, false);
+  if (defer) *defer = (uint32_t)slot;
+  else mpixd_free_way(h, r->peer, src_base, (uint32_t)slot, false);
   r->next = 0;
   r->state = MPIXD_RECV_BOUND;
+}
+
+MPIXD_HD void mpixd_recv_take(const MPIX_Device_comm *h, MPIX_Device_request *r, int32_t slot, uint64_t key,
+                              char *src_base) {
+  mpixd_recv_take_ex(h, r, slot, key, src_base, NULL);
 }
 
 /* A waiting receive: whether its message is in the table (taken if so). */

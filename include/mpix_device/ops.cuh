@@ -253,9 +253,10 @@ __device__ inline int MPIX_Send_block(const void *buf, size_t bytes, int peer, i
 }
 
 /* The IPC path of MPIX_Recv_block; numbered and given as for
- * mpixd_send_block. */
+ * mpixd_send_block; defer (numbered only): the table way is left for the
+ * caller to free (mpixd_free_deferred). */
 __device__ inline int mpixd_recv_block(const MPIX_Device_comm *h, void *buf, size_t bytes, int peer, int tag,
-                                       size_t *received, bool numbered, uint32_t given) {
+                                       size_t *received, bool numbered, uint32_t given, uint32_t *defer = nullptr) {
   __shared__ int s_rc;
   __shared__ uint32_t s_k;
   __shared__ MPIX_Device_request s_req;
@@ -276,7 +277,7 @@ __device__ inline int mpixd_recv_block(const MPIX_Device_comm *h, void *buf, siz
         uint64_t key = 0;
         while ((slot = mpixd_find_at(h->buckets, keys, b0, want, &key)) < 0) mpixd_backoff(&ns, MPIXD_BACKOFF_IPC_NS);
         mpixd_recv_start(&s_req, buf, bytes, peer, tag, given);
-        mpixd_recv_take(h, &s_req, slot, key, src_base);
+        mpixd_recv_take_ex(h, &s_req, slot, key, src_base, defer);
       }
     } else {
       s_rc = mpixd_irecv(h, buf, bytes, peer, tag, &s_req);

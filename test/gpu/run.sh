@@ -19,7 +19,8 @@
 # of bench/run_transport_benchmarks.sh), bench-gpu (the GPU benchmarks), bench-match
 # (GPU batch matching against the CPU batch matcher), stream (issue 16:
 # the stream_* tests with memcheck and racecheck, bench_stream and
-# bench_jacobi on both enqueue paths), bench-dev
+# bench_jacobi on both enqueue paths), stream-bench (small-message enqueue
+# ping-pong only, to run beside bench-dev), bench-dev
 # (device-initiated send/recv, bench/bench_dev_p2p), dev-tests (only the
 # dev_* lines of the GPU testlist, with memcheck and racecheck), scaling
 # (issue 8: bench/run_scaling.sh on every GPU of the host). The build
@@ -228,6 +229,21 @@ for path in auto host; do
     { echo "bench_jacobi ($path) failed (exit $?)"; bench_fail=1; }
   echo "-- bench_jacobi, MPIX_STREAM_PATH=$path"; cat "$OUT/bench_jacobi_$path.txt"
 done
+# The stream kernels share the device protocol's headers: its own test too.
+for np in 2 1; do
+  timeout 90 "$MPIEXEC" -n $np test/gpu/dev_p2p >"$OUT/stream-dev_p2p-$np.log" 2>&1 &&
+    grep -q "No Errors" "$OUT/stream-dev_p2p-$np.log" && echo "dev_p2p ($np ranks): passed" ||
+    { echo "dev_p2p ($np ranks): FAILED"; check_rc=1; }
+done
+# Diagnosis of the host-driven path's two-stream hang: more hardware queues.
+for conn in 8 32; do
+  if CUDA_DEVICE_MAX_CONNECTIONS=$conn MPIX_STREAM_PATH=host STREAM_TEST_PATH=host STREAM_TEST_SMALL=1 timeout 40 \
+      "$MPIEXEC" -n 1 test/gpu/stream_kernel >"$OUT/stream-two-host-$conn.log" 2>&1; then
+    echo "host path, two streams, CUDA_DEVICE_MAX_CONNECTIONS=$conn: passed"
+  else
+    echo "host path, two streams, CUDA_DEVICE_MAX_CONNECTIONS=$conn: FAILED (exit $?)"
+  fi
+done
 mps_stop  # compute-sanitizer does not support MPS clients
 for t in stream_kernel stream_enqueue; do
   for tool in memcheck racecheck; do
@@ -240,6 +256,13 @@ for t in stream_kernel stream_enqueue; do
     fi
   done
 done
+fi
+if has_stage stream-bench; then
+  log "benchmark: enqueue ping-pong, small messages (beside bench-dev's device-initiated rows and NVSHMEM)"
+  mps_start
+  timeout 60 "$MPIEXEC" -n 2 bench/bench_stream -m 65536 >"$OUT/bench_stream_small.txt" 2>&1 ||
+    { echo "bench_stream failed (exit $?)"; bench_fail=1; }
+  cat "$OUT/bench_stream_small.txt"
 fi
 if has_stage bench-match; then
   log "benchmark: GPU batch matching vs the CPU batch matcher (bench_gpu_match)"

@@ -379,12 +379,27 @@ int main(int argc, char **argv) {
   CHECK_CUDA(cudaMalloc(&c.bad, sizeof(unsigned)));
   CHECK_CUDA(cudaMemset(c.bad, 0, sizeof(unsigned)));
 
+  // Each phase named as it starts: a hang shows where.
+  const auto phase = [](const char *name) {
+    if (g_rank == 0) std::fprintf(stderr, "phase: %s\n", name);
+  };
+  phase("sizes");
   sizes(c, small);
+  phase("mixed buffers");
   mixed_buffers(c);
+  phase("truncation");
   truncation(c);
+  phase("host completion calls");
   host_completion(c);
+  phase("host peer");
   host_peer(c);
-  two_streams(c, small);
+  // STREAM_TEST_ONE_STREAM: the host-driven path hangs with two GPU streams
+  // of one process on one GPU (see the testlist).
+  if (std::getenv("STREAM_TEST_ONE_STREAM") == nullptr) {
+    phase("two streams");
+    two_streams(c, small);
+  }
+  phase("free");
 
   MPI_Comm_free(&c.comm);
   CHECK(MPIX_Stream_free(&stream) == MPI_SUCCESS, "MPIX_Stream_free");
