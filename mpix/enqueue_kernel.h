@@ -18,10 +18,10 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
-#include <unordered_map>
 #include <vector>
 
 #include "device/stream_exec.h"
+#include "key_numbers.h"
 #include "stream.h"
 
 namespace mpix::devhandle {
@@ -29,20 +29,6 @@ struct DeviceHandle;
 }
 
 namespace mpix::stream {
-
-// The number of each message (or receive) within its (peer, tag), in call
-// order: both sides count the same way, so the n-th send and the n-th
-// receive of a key meet at the device table's place for (tag, n).
-class KeyNumbers {
- public:
-  std::uint32_t next(int peer, int tag) { return counts_[key(peer, tag)]++; }
-
- private:
-  static std::uint64_t key(int peer, int tag) {
-    return (static_cast<std::uint64_t>(static_cast<std::uint32_t>(peer)) << 32) | static_cast<std::uint32_t>(tag);
-  }
-  std::unordered_map<std::uint64_t, std::uint32_t> counts_;
-};
 
 class KernelComm {
  public:

@@ -75,6 +75,17 @@ test_unit_test_config_CXXFLAGS = $(MPIX_CXXFLAGS) $(MPIX_MATCH_SANITIZE)
 test_unit_test_config_LDFLAGS = $(MPIX_MATCH_SANITIZE)
 test_unit_test_config_LDADD = $(GTEST_LIBS)
 
+# Host numbering of GPU-run *_enqueue operations (mpix/key_numbers.h).
+if HAVE_GTEST
+check_PROGRAMS += test/unit/test_key_numbers
+MPIX_UNIT_TESTS += test/unit/test_key_numbers
+endif
+test_unit_test_key_numbers_SOURCES = test/unit/test_key_numbers.cc
+test_unit_test_key_numbers_CPPFLAGS = $(GTEST_CPPFLAGS) -I$(top_srcdir)
+test_unit_test_key_numbers_CXXFLAGS = $(MPIX_CXXFLAGS) $(MPIX_MATCH_SANITIZE)
+test_unit_test_key_numbers_LDFLAGS = $(MPIX_MATCH_SANITIZE)
+test_unit_test_key_numbers_LDADD = $(GTEST_LIBS)
+
 # Every decoder of bytes from a peer or a GPU thread (progress/wire.h,
 # progress/ucx_wire.h, src/p2p/gpu_wire.h, mpix/proxy_desc.h): round trips,
 # truncations and out-of-range fields, under ASan/UBSan (an over-read of a
