@@ -425,6 +425,20 @@ __global__ void wait_list_kernel(const MPIX_Device_comm h, MPIX_Device_request *
   if (blockIdx.x == 0 && threadIdx.x == 0) flush_deferred(&h, w);
 }
 
+// The received bytes of a staged slot into device memory: only as many as
+// arrived (MPI leaves the rest of a receive buffer alone), read straight
+// from the mapped host memory.
+__global__ void copy_from_slot_kernel(unsigned char *dst, const StagedSlot *slot, std::size_t capacity) {
+  const std::size_t got = static_cast<std::size_t>(slot->bytes);
+  const std::size_t n = got < capacity ? got : capacity;
+  const unsigned char *src = slot->data;
+  const bool words = (reinterpret_cast<std::uintptr_t>(dst) & 7u) == 0;
+  const std::size_t nw = words ? n / 8 : 0;
+  for (std::size_t i = threadIdx.x; i < nw; i += blockDim.x)
+    reinterpret_cast<std::uint64_t *>(dst)[i] = reinterpret_cast<const volatile std::uint64_t *>(src)[i];
+  for (std::size_t i = nw * 8 + threadIdx.x; i < n; i += blockDim.x) dst[i] = static_cast<const volatile unsigned char *>(src)[i];
+}
+
 ExecStatus launched() { return cudaGetLastError() == cudaSuccess ? ExecStatus::kOk : ExecStatus::kCudaError; }
 
 // Launches a kernel of ours on s, allowed to start before the previous
@@ -713,6 +727,34 @@ bool StreamExec::take_failure(ExecFailure *f) {
   f->code = v->code;
   v->code = 0;
   return true;
+}
+
+StagedSlot *staged_slot_alloc() {
+  void *p = nullptr;
+  if (cudaHostAlloc(&p, sizeof(StagedSlot), cudaHostAllocMapped | cudaHostAllocPortable) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return nullptr;
+  }
+  return static_cast<StagedSlot *>(p);
+}
+
+void staged_slot_free(StagedSlot *s) {
+  if (s != nullptr) cudaFreeHost(s);
+}
+
+ExecStatus stage_to_host(void *cuda_stream, StagedSlot *slot, const void *src, std::size_t n) {
+  if (n == 0) return ExecStatus::kOk;
+  if (cudaMemcpyAsync(slot->data, src, n, cudaMemcpyDeviceToHost, static_cast<cudaStream_t>(cuda_stream)) !=
+      cudaSuccess)
+    return launched();
+  return ExecStatus::kOk;
+}
+
+ExecStatus stage_from_host(void *cuda_stream, void *dst, const StagedSlot *slot, std::size_t capacity) {
+  if (capacity == 0) return ExecStatus::kOk;
+  copy_from_slot_kernel<<<1, 256, 0, static_cast<cudaStream_t>(cuda_stream)>>>(static_cast<unsigned char *>(dst),
+                                                                              slot, capacity);
+  return launched();
 }
 
 }  // namespace mpix::gpu

@@ -87,6 +87,26 @@ class StreamExec {
   std::unique_ptr<Impl> impl_;
 };
 
+// ---- the host-driven path's small device messages ----
+// Where no kernel can reach the peer, a small device message still avoids
+// synchronous copies on the progress thread: it is copied on the
+// application's stream, into a pinned device-mapped slot before the
+// operation's trigger (a send), or out of it after the completion word (a
+// receive), and the progress thread moves host memory only.
+constexpr std::size_t kStagedBytes = 8192;
+struct StagedSlot {
+  volatile std::uint64_t bytes;  // a receive's size, written before its completion word
+  std::uint64_t pad[7];
+  unsigned char data[kStagedBytes];
+};
+// nullptr without CUDA or when pinned memory runs out.
+StagedSlot *staged_slot_alloc();
+void staged_slot_free(StagedSlot *s);
+// On cuda_stream, in its order: n bytes of device memory into the slot.
+ExecStatus stage_to_host(void *cuda_stream, StagedSlot *slot, const void *src, std::size_t n);
+// On cuda_stream: what the slot received (at most capacity bytes) to dst.
+ExecStatus stage_from_host(void *cuda_stream, void *dst, const StagedSlot *slot, std::size_t capacity);
+
 }  // namespace mpix::gpu
 
 #endif

@@ -43,4 +43,9 @@ ExecStatus StreamExec::copy(void *, const void *, std::size_t) { return ExecStat
 void StreamExec::unstage(void *) {}
 bool StreamExec::take_failure(ExecFailure *) { return false; }
 
+StagedSlot *staged_slot_alloc() { return nullptr; }
+void staged_slot_free(StagedSlot *) {}
+ExecStatus stage_to_host(void *, StagedSlot *, const void *, std::size_t) { return ExecStatus::kNoGpu; }
+ExecStatus stage_from_host(void *, void *, const StagedSlot *, std::size_t) { return ExecStatus::kNoGpu; }
+
 }  // namespace mpix::gpu

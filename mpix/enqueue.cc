@@ -6,7 +6,9 @@
 #include <cstring>
 #include <unordered_map>
 
+#include "device/memtype.h"
 #include "enqueue_kernel.h"
+#include "progress/datatype.h"
 #include "progress/thread.h"
 #include "src/errors.h"
 #include "src/p2p/api_common.h"
@@ -51,6 +53,13 @@ RequestTable &requests() {
 void empty_status(MPI_Status *st) {
   greq_query(nullptr, st);
   st->MPI_ERROR = MPI_SUCCESS;
+}
+
+// Bytes a staged receive got (its size for the copy out of the slot).
+void note_staged(gpu::StagedSlot *slot, const MPI_Status &st) {
+  int n = 0;
+  if (PMPI_Get_count(&st, MPI_BYTE, &n) != MPI_SUCCESS || n < 0) n = 0;
+  slot->bytes = static_cast<std::uint64_t>(n);
 }
 
 // ---- the progress thread over every GPU stream ----
@@ -144,6 +153,12 @@ int GpuPoller::poll_stream(Stream &s) {
         r.status = statuses_[i];
         if (rc != MPI_ERR_IN_STATUS) r.status.MPI_ERROR = MPI_SUCCESS;
         else if (r.status.MPI_ERROR != MPI_SUCCESS) report(s, Op{}, r.status.MPI_ERROR);
+        if (r.slot != nullptr && r.recv) {
+          note_staged(r.slot, r.status);  // copied out after the wait
+        } else if (r.slot != nullptr) {
+          q.stage.give(r.slot);  // the send is out of it
+          r.slot = nullptr;
+        }
         r.done = true;
       }
       q.running.erase(std::remove_if(q.running.begin(), q.running.end(),
@@ -210,6 +225,11 @@ int GpuPoller::advance(Stream &s, Op &op) {
     op.finished = true;
     return 1;
   }
+  if (op.type == OpType::kRelease) {  // the stream has copied out of these
+    for (gpu::StagedSlot *slot : op.release) q.stage.give(slot);
+    op.finished = true;
+    return 1;
+  }
   if (!op.started) {
     op.started = true;
     int rc = MPI_SUCCESS;
@@ -221,7 +241,8 @@ int GpuPoller::advance(Stream &s, Op &op) {
       case OpType::kRecv:
       case OpType::kIrecv: rc = MPI_Irecv(op.rbuf, op.count, op.dtype, op.peer, op.tag, op.comm, inner); break;
       case OpType::kWait:
-      case OpType::kStatus: break;
+      case OpType::kStatus:
+      case OpType::kRelease: break;
     }
     if (op.dtype_owned) PMPI_Type_free(&op.dtype);  // the started operation holds its own reference
     if (rc != MPI_SUCCESS) {
@@ -235,6 +256,11 @@ int GpuPoller::advance(Stream &s, Op &op) {
       } else {
         empty_status(&op.req->status);
         op.req->status.MPI_ERROR = rc;
+        if (op.req->slot != nullptr && op.req->recv) op.req->slot->bytes = 0;
+        if (op.req->slot != nullptr && !op.req->recv) {
+          q.stage.give(op.req->slot);
+          op.req->slot = nullptr;
+        }
         op.req->done = true;
       }
       op.finished = true;
@@ -245,6 +271,8 @@ int GpuPoller::advance(Stream &s, Op &op) {
         empty_status(op.status_out);
         op.status_out->MPI_ERROR = rc;
       }
+      if (op.slot != nullptr && op.type == OpType::kRecv) op.slot->bytes = 0;
+      if (op.slot != nullptr && op.type == OpType::kSend) q.stage.give(op.slot);
       s.trigger->complete(op.seq);  // never leave the stream waiting
       op.finished = true;
       return 1;
@@ -277,6 +305,8 @@ int GpuPoller::advance(Stream &s, Op &op) {
   // MPI_Test leaves MPI_ERROR alone on success; the application reads it.
   if (rc == MPI_SUCCESS) st.MPI_ERROR = MPI_SUCCESS;
   if (op.type == OpType::kRecv && op.status_out != MPI_STATUS_IGNORE) *op.status_out = st;
+  if (op.slot != nullptr && op.type == OpType::kRecv) note_staged(op.slot, st);  // before the done word
+  if (op.slot != nullptr && op.type == OpType::kSend) q.stage.give(op.slot);
   s.trigger->complete(op.seq);
   op.finished = true;
   return 1;
@@ -347,6 +377,30 @@ int enqueue(Stream &s, std::unique_ptr<Op> op, bool blocking, MPI_Comm err_comm)
 
 namespace {
 
+struct StagedCopy {
+  gpu::StagedSlot *slot;
+  void *dst;
+  std::size_t capacity;
+};
+
+// After a staged receive's completion word: its bytes out of the slot into
+// the device buffer, on the stream, then the slots back once the stream is
+// past the copies.
+int copy_out(Stream &s, const std::vector<StagedCopy> &copies, MPI_Comm comm, const char *func) {
+  auto release = std::make_unique<Op>();
+  release->type = OpType::kRelease;
+  release->func = func;
+  int rc = MPI_SUCCESS;
+  for (const StagedCopy &c : copies) {
+    if (rc == MPI_SUCCESS &&
+        gpu::stage_from_host(s.trigger->cuda_stream(), c.dst, c.slot, c.capacity) != gpu::ExecStatus::kOk)
+      rc = raise_error(comm, Err::kStreamNoGpu, func);
+    release->release.push_back(c.slot);
+  }
+  const int rrc = enqueue(s, std::move(release), false, comm);
+  return rc != MPI_SUCCESS ? rc : rrc;
+}
+
 int gpu_p2p(Stream &s, OpType type, const void *sbuf, void *rbuf, int count, MPI_Datatype dtype, int peer, int tag,
             MPI_Comm comm, MPI_Status *status, MPI_Request *request, const char *func) {
   auto c = p2p::p2p_find(comm);
@@ -364,16 +418,45 @@ int gpu_p2p(Stream &s, OpType type, const void *sbuf, void *rbuf, int count, MPI
   op->sbuf = sbuf;
   op->rbuf = rbuf;
   op->count = count;
-  hold_type(*op, dtype);
   op->peer = peer;
   op->tag = tag;
   op->comm = comm;
   op->status_out = status;
+  // A small contiguous device message is copied on the stream itself, so
+  // that the progress thread moves host memory only (no synchronous copy).
+  gpu::StagedSlot *slot = nullptr;
+  void *device_base = nullptr;
+  std::size_t bytes = 0;
+  const void *buf = send ? sbuf : rbuf;
+  if (peer != MPI_PROC_NULL && buf != nullptr && device::is_device(buf)) {
+    const progress::Layout l = progress::layout_of(dtype, count);
+    if (l.contiguous && static_cast<std::size_t>(l.bytes) <= gpu::kStagedBytes) slot = s.queue->stage.take();
+    if (slot != nullptr) {
+      bytes = static_cast<std::size_t>(l.bytes);
+      device_base = const_cast<char *>(static_cast<const char *>(buf)) + l.true_lb;
+      if (send && gpu::stage_to_host(s.trigger->cuda_stream(), slot, device_base, bytes) != gpu::ExecStatus::kOk) {
+        s.queue->stage.give(slot);
+        return raise_error(comm, Err::kStreamNoGpu, func);
+      }
+      if (send) op->sbuf = slot->data;
+      else op->rbuf = slot->data;
+      op->count = static_cast<int>(bytes);
+      dtype = MPI_BYTE;
+      op->slot = slot;
+      stream_stats().host_staged.fetch_add(1, std::memory_order_relaxed);
+    }
+  }
+  hold_type(*op, dtype);
   std::shared_ptr<EnqRequest> r;
   if (nonblocking) {
     r = std::make_shared<EnqRequest>();
     r->stream = &s;
-    if (PMPI_Grequest_start(greq_query, greq_free, greq_cancel, nullptr, &r->handle) != MPI_SUCCESS)
+    r->recv = !send;
+    r->slot = slot;
+    r->user_buf = device_base;
+    r->capacity = bytes;
+    op->slot = nullptr;  // the request owns it from here
+    if (new_handle(&r->handle) != MPI_SUCCESS)
       return raise_error(comm, Err::kInternal, func);
     op->req = r;
   }
@@ -386,7 +469,9 @@ int gpu_p2p(Stream &s, OpType type, const void *sbuf, void *rbuf, int count, MPI
     }
     enq_request_insert(r);
     *request = r->handle;
+    return rc;
   }
+  if (rc == MPI_SUCCESS && slot != nullptr && !send) return copy_out(s, {{slot, device_base, bytes}}, comm, func);
   return rc;
 }
 
@@ -409,6 +494,29 @@ int raise_failure(Stream &s, MPI_Comm comm, const char *func) {
   return raise_error(comm, cls == MPI_ERR_TRUNCATE ? Err::kStreamTruncate : Err::kStreamOpFailed, func);
 }
 
+StagePool::~StagePool() {
+  for (gpu::StagedSlot *slot : all_) gpu::staged_slot_free(slot);
+}
+
+gpu::StagedSlot *StagePool::take() {
+  std::lock_guard<std::mutex> g(mutex_);
+  if (free_.empty()) {
+    gpu::StagedSlot *slot = gpu::staged_slot_alloc();
+    if (slot == nullptr) return nullptr;
+    all_.push_back(slot);
+    return slot;
+  }
+  gpu::StagedSlot *slot = free_.back();
+  free_.pop_back();
+  return slot;
+}
+
+void StagePool::give(gpu::StagedSlot *s) {
+  if (s == nullptr) return;
+  std::lock_guard<std::mutex> g(mutex_);
+  free_.push_back(s);
+}
+
 bool gpu_stream_attach(const std::shared_ptr<Stream> &s) { return poller().add(s); }
 
 void gpu_stream_detach(Stream *s) { poller().remove(s); }
@@ -418,6 +526,8 @@ bool gpu_stream_busy(Stream *s) {
   std::lock_guard<std::mutex> g(q.mutex);
   return !q.ops.empty() || q.running_count.load(std::memory_order_acquire) > 0;
 }
+
+int new_handle(MPI_Request *h) { return PMPI_Grequest_start(greq_query, greq_free, greq_cancel, nullptr, h); }
 
 void enq_request_insert(const std::shared_ptr<EnqRequest> &r) {
   static std::once_flag once;
@@ -501,7 +611,7 @@ int wait_enqueued(Stream &s, const std::vector<std::shared_ptr<EnqRequest>> &req
   }
   std::vector<StatusFill> fills;
   for (KernelComm *k : comms)
-    if (const int rc = k->wait(s, reqs, outs, &fills, func)) return rc;
+    if (const int rc = k->wait(reqs, outs, &fills, func)) return rc;
   if (host) {
     auto op = std::make_unique<Op>();
     op->type = OpType::kWait;
@@ -511,6 +621,13 @@ int wait_enqueued(Stream &s, const std::vector<std::shared_ptr<EnqRequest>> &req
     op->statuses_out = statuses;
     op->status_out = waitall ? MPI_STATUS_IGNORE : outs[0];
     if (const int rc = enqueue(s, std::move(op), true, MPI_COMM_SELF)) return rc;
+    std::vector<StagedCopy> copies;
+    for (const auto &r : reqs)
+      // The slot stays named by the request: the progress thread still
+      // writes the received size into it when the receive completes.
+      if (r && r->kernel == nullptr && r->recv && r->slot != nullptr) copies.push_back({r->slot, r->user_buf, r->capacity});
+    if (!copies.empty())
+      if (const int rc = copy_out(s, copies, MPI_COMM_SELF, func)) return rc;
   }
   const bool results = std::any_of(fills.begin(), fills.end(), [](const StatusFill &f) { return f.result != nullptr; });
   if (!results) {

@@ -126,16 +126,7 @@ int KernelComm::p2p(Stream &s, OpType type, const void *sbuf, void *rbuf, int co
       r->stream = &s;
       r->kernel = this;
       r->peer = MPI_PROC_NULL;
-      if (PMPI_Grequest_start(
-              [](void *, MPI_Status *st) {
-                PMPI_Status_set_elements(st, MPI_BYTE, 0);
-                PMPI_Status_set_cancelled(st, 0);
-                st->MPI_SOURCE = MPI_PROC_NULL;
-                st->MPI_TAG = MPI_ANY_TAG;
-                return MPI_SUCCESS;
-              },
-              [](void *) { return MPI_SUCCESS; }, [](void *, int) { return MPI_SUCCESS; }, nullptr,
-              &r->handle) != MPI_SUCCESS)
+      if (new_handle(&r->handle) != MPI_SUCCESS)
         return raise_error(comm, Err::kInternal, func);
       enq_request_insert(r);
       *request = r->handle;
@@ -191,18 +182,15 @@ int KernelComm::p2p(Stream &s, OpType type, const void *sbuf, void *rbuf, int co
     return launch_failed(comm, func);
   }
   // A valid handle that the MPI library will never complete by itself.
-  if (PMPI_Grequest_start([](void *, MPI_Status *st) { return PMPI_Status_set_elements(st, MPI_BYTE, 0); },
-                          [](void *) { return MPI_SUCCESS; }, [](void *, int) { return MPI_SUCCESS; }, nullptr,
-                          &r->handle) != MPI_SUCCESS)
+  if (new_handle(&r->handle) != MPI_SUCCESS)
     return raise_error(comm, Err::kInternal, func);
   enq_request_insert(r);
   *request = r->handle;
   return MPI_SUCCESS;
 }
 
-int KernelComm::wait(Stream &s, const std::vector<std::shared_ptr<EnqRequest>> &reqs,
-                     const std::vector<MPI_Status *> &outs, std::vector<StatusFill> *fills, const char *func) {
-  (void)s;
+int KernelComm::wait(const std::vector<std::shared_ptr<EnqRequest>> &reqs, const std::vector<MPI_Status *> &outs,
+                     std::vector<StatusFill> *fills, const char *func) {
   gpu::StreamExec &x = *exec_;
   if (const int rc = raise_failure(MPI_COMM_SELF, func)) return rc;
   std::vector<gpu::DeviceRequest> dreqs;

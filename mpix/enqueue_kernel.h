@@ -52,7 +52,7 @@ class KernelComm {
   // (others are skipped), in stream order; the statuses the application
   // asked for go into fills (copied by the progress thread), and what must
   // follow the waits (copies out of staging) is appended to the stream.
-  int wait(Stream &s, const std::vector<std::shared_ptr<EnqRequest>> &reqs, const std::vector<MPI_Status *> &outs,
+  int wait(const std::vector<std::shared_ptr<EnqRequest>> &reqs, const std::vector<MPI_Status *> &outs,
            std::vector<StatusFill> *fills, const char *func);
 
   gpu::StreamExec &exec() { return *exec_; }

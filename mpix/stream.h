@@ -46,13 +46,16 @@ struct EnqRequest {
   std::size_t capacity = 0;      // receive buffer bytes
   void *staged = nullptr;        // device staging of a pageable buffer
   void *user_buf = nullptr;      // the pageable receive buffer staged for
+  // Host-driven: a small device message's pinned slot (the receive's data
+  // is copied out of it on the stream after the wait).
+  gpu::StagedSlot *slot = nullptr;
   // Progress thread only, from here on.
   MPI_Request inner = MPI_REQUEST_NULL;  // the started send/receive
   bool done = false;
   MPI_Status status{};
 };
 
-enum class OpType : std::uint8_t { kSend, kRecv, kIsend, kIrecv, kWait, kStatus };
+enum class OpType : std::uint8_t { kSend, kRecv, kIsend, kIrecv, kWait, kStatus, kRelease };
 
 // A status a GPU-run operation left in host-mapped memory, copied into the
 // application's MPI_Status by the progress thread (kStatus).
@@ -84,10 +87,28 @@ struct Op {
   MPI_Status *statuses_out = MPI_STATUSES_IGNORE;  // kWait from Waitall
   bool waitall = false;
   std::vector<StatusFill> fills;                   // kStatus
+  gpu::StagedSlot *slot = nullptr;                 // kSend, kRecv: staged small device message
+  std::vector<gpu::StagedSlot *> release;          // kRelease: slots the stream is done with
   // Progress thread state.
   bool started = false;
   bool finished = false;
   MPI_Request inner = MPI_REQUEST_NULL;  // kSend, kRecv
+};
+
+// Staging slots of a GPU stream's host-driven small device messages: taken
+// by the enqueuing thread, given back by the progress thread.
+class StagePool {
+ public:
+  StagePool() = default;
+  ~StagePool();
+  StagePool(const StagePool &) = delete;
+  StagePool &operator=(const StagePool &) = delete;
+  gpu::StagedSlot *take();  // nullptr: pinned memory ran out
+  void give(gpu::StagedSlot *s);
+
+ private:
+  std::mutex mutex_;
+  std::vector<gpu::StagedSlot *> free_, all_;
 };
 
 // Operations of one GPU stream not yet retired, in stream order.
@@ -100,6 +121,7 @@ struct Queue {
   // Progress thread only: started I*_enqueue requests not yet complete.
   std::vector<std::shared_ptr<EnqRequest>> running;
   std::atomic<std::size_t> running_count{0};  // running.size(), for other threads
+  StagePool stage;
 };
 
 struct Stream {
@@ -152,6 +174,9 @@ bool gpu_stream_attach(const std::shared_ptr<Stream> &s);
 void gpu_stream_detach(Stream *s);
 // Whether a GPU stream still has operations queued or running.
 bool gpu_stream_busy(Stream *s);
+// A handle for an enqueued request: a generalized request, valid for MPI
+// and never completed by it (MPI error code).
+int new_handle(MPI_Request *h);
 // Generalized-request handles of enqueued requests (for MPIX_Wait*_enqueue).
 void enq_request_insert(const std::shared_ptr<EnqRequest> &r);
 std::shared_ptr<EnqRequest> enq_request_find(MPI_Request h);

@@ -31,6 +31,7 @@ const Runtime &runtime();
 struct StreamStats {
   std::atomic<std::uint64_t> gpu_run{0};
   std::atomic<std::uint64_t> host_driven{0};
+  std::atomic<std::uint64_t> host_staged{0};  // of those: device data copied on the stream
 };
 StreamStats &stream_stats();
 

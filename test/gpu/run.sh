@@ -19,7 +19,8 @@
 # of bench/run_transport_benchmarks.sh), bench-gpu (the GPU benchmarks), bench-match
 # (GPU batch matching against the CPU batch matcher), stream (issue 16:
 # the stream_* tests with memcheck and racecheck, bench_stream and
-# bench_jacobi on both enqueue paths), stream-bench (small-message enqueue
+# bench_jacobi on both enqueue paths), stream-tests (those tests alone),
+# stream-bench (small-message enqueue
 # ping-pong only, to run beside bench-dev), bench-dev
 # (device-initiated send/recv, bench/bench_dev_p2p), dev-tests (only the
 # dev_* lines of the GPU testlist, with memcheck and racecheck), scaling
@@ -257,12 +258,22 @@ for t in stream_kernel stream_enqueue; do
   done
 done
 fi
+if has_stage stream-tests; then
+  log "stream_* entries of the GPU testlist only"
+  grep -E '^stream_' test/gpu/testlist >test/gpu/testlist-stream
+  mps_start
+  MPIX_TEST_TIMEOUT=60 run_testlist "$OUT/stream-logs" test/gpu/testlist-stream MPIX_UNIT_TESTS= 2>&1 |
+    tee "$OUT/stream-check.log" | grep --line-buffered -E '^(PASS|FAIL|SKIP)|passed'
+  [ "${PIPESTATUS[0]}" = 0 ] || check_rc=1
+fi
 if has_stage stream-bench; then
   log "benchmark: enqueue ping-pong, small messages (beside bench-dev's device-initiated rows and NVSHMEM)"
   mps_start
-  timeout 60 "$MPIEXEC" -n 2 bench/bench_stream -m 65536 >"$OUT/bench_stream_small.txt" 2>&1 ||
-    { echo "bench_stream failed (exit $?)"; bench_fail=1; }
-  cat "$OUT/bench_stream_small.txt"
+  for path in auto host; do
+    MPIX_STREAM_PATH=$path timeout 60 "$MPIEXEC" -n 2 bench/bench_stream -m 65536 >"$OUT/bench_stream_small_$path.txt" 2>&1 ||
+      { echo "bench_stream ($path) failed (exit $?)"; bench_fail=1; }
+    echo "-- MPIX_STREAM_PATH=$path"; cat "$OUT/bench_stream_small_$path.txt"
+  done
 fi
 if has_stage bench-match; then
   log "benchmark: GPU batch matching vs the CPU batch matcher (bench_gpu_match)"
