@@ -161,11 +161,21 @@ __device__ int block_test(const MPIX_Device_comm *h, MPIX_Device_request *r) {
 // The launch latency between consecutive operations is then hidden behind
 // the previous kernel's run. A kernel launched without the attribute (the
 // application's) simply runs after ours.
-__device__ __forceinline__ void after_previous() {
+__device__ __forceinline__ void let_next_start() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("griddepcontrol.wait;" ::: "memory");
   asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
 #endif
+}
+
+__device__ __forceinline__ void wait_previous() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+
+__device__ __forceinline__ void after_previous() {
+  wait_previous();
+  let_next_start();
 }
 
 // Hand-over from block 0 (which runs the protocol) to the other blocks of
@@ -307,6 +317,67 @@ __global__ void __launch_bounds__(1024) recv_wide_kernel(const MPIX_Device_comm 
     }
   }
   if (blockIdx.x == 0 && threadIdx.x == 0) flush_deferred(hp, w);
+}
+
+// A message that fits a table entry, by one thread. What touches neither the
+// user's buffer nor state an earlier operation of the stream may still use
+// runs before waiting for that operation: the sender claims its table way,
+// the receiver polls for its message. So a kernel launched early (see
+// after_previous) has its message on the way, or in hand, by the time the
+// previous operation ends.
+__global__ void send_small_kernel(const MPIX_Device_comm h, const void *buf, std::size_t bytes, int peer, int tag,
+                                  std::uint32_t seq, WideState *w, ExecFailure *failure, std::uint32_t op) {
+  let_next_start();
+  const MPIX_Device_comm *hp = &h;
+  int rc = mpixd_check_args(hp, buf, bytes, peer, tag);
+  uint32_t slot = 0;
+  if (rc == MPIX_DEVICE_SUCCESS) {
+    unsigned ns = MPIXD_BACKOFF_MIN_NS;
+    while (!mpixd_claim_way(hp, peer, tag, seq, &slot)) mpixd_backoff(&ns, MPIXD_BACKOFF_IPC_NS);
+  }
+  wait_previous();
+  if (rc == MPIX_DEVICE_SUCCESS) mpixd_post_small(hp, peer, hp->bases[peer], slot, tag, seq, (uint32_t)bytes, buf);
+  note_failure(failure, rc, op);
+  flush_deferred(hp, w);
+}
+
+__global__ void recv_small_kernel(const MPIX_Device_comm h, void *buf, std::size_t bytes, int peer, int tag,
+                                  std::uint32_t seq, WideState *w, ExecFailure *failure, std::uint32_t op,
+                                  ExecResult *out) {
+  let_next_start();
+  const MPIX_Device_comm *hp = &h;
+  MPIX_Device_request r;
+  int rc = mpixd_check(hp, buf, bytes, peer, tag, &r);
+  int32_t slot = -1;
+  uint64_t key = 0;
+  if (rc == MPIX_DEVICE_SUCCESS) {
+    uint64_t *keys = mpixd_mkeys(hp, hp->local, peer);
+    const uint32_t b0 = mpixd_bucket(hp, tag, seq);
+    const uint64_t want = mpixd_mkey(tag, seq);
+    unsigned ns = MPIXD_BACKOFF_MIN_NS;
+    while ((slot = mpixd_find_at(hp->buckets, keys, b0, want, &key)) < 0) mpixd_backoff(&ns, MPIXD_BACKOFF_IPC_NS);
+  }
+  wait_previous();
+  std::size_t got = 0;
+  uint32_t taken = 0xffffffffu;
+  if (rc == MPIX_DEVICE_SUCCESS) {
+    mpixd_recv_start(&r, buf, bytes, peer, tag, seq);
+    mpixd_recv_take_ex(hp, &r, slot, key, hp->bases[peer], &taken);
+    got = r.msg_bytes;
+    // A message above a table entry (a truncated receive) still has its
+    // chunks to drain, as the block receive would.
+    while (r.state == MPIXD_RECV_BOUND && mpixd_recv_progress(hp, &r) == MPIX_DEVICE_PENDING) {
+    }
+    rc = r.msg_bytes > bytes ? MPIX_DEVICE_ERR_TRUNCATE : MPIX_DEVICE_SUCCESS;
+  }
+  note_result(out, got, rc);
+  note_failure(failure, rc, op);
+  flush_deferred(hp, w);
+  if (taken != 0xffffffffu) {
+    w->free_peer = peer;
+    w->free_slot = taken;
+    w->free_pending = 1;
+  }
 }
 
 __global__ void __launch_bounds__(1024) send_kernel(const MPIX_Device_comm h, const void *buf, std::size_t bytes,
@@ -573,6 +644,8 @@ ExecStatus StreamExec::send(const void *buf, std::size_t bytes, int peer, int ta
   Impl &m = *impl_;
   if (!m.current()) return ExecStatus::kCudaError;
   const std::uint32_t chunks = bytes <= MPIXD_INLINE ? 0 : static_cast<std::uint32_t>((bytes + m.h.slot_bytes - 1) / m.h.slot_bytes);
+  if (bytes <= MPIXD_INLINE)
+    return launch(send_small_kernel, 1, 1, m.stream, m.h, buf, bytes, peer, tag, seq, m.wide, m.failure, op);
   if (chunks >= kWideChunks)
     return launch(send_wide_kernel, std::min<unsigned>(chunks, kWideBlocks), m.wide_limit, m.stream, m.h, buf, bytes,
                   peer, tag, seq, m.wide, m.failure, op);
@@ -588,6 +661,8 @@ ExecStatus StreamExec::recv(void *buf, std::size_t bytes, int peer, int tag, std
   // Wide by the receive buffer: a message as long (or longer: truncated)
   // comes in as many chunks; a shorter one leaves blocks with nothing to do.
   const std::uint32_t chunks = bytes <= MPIXD_INLINE ? 0 : static_cast<std::uint32_t>((bytes + m.h.slot_bytes - 1) / m.h.slot_bytes);
+  if (bytes <= MPIXD_INLINE)
+    return launch(recv_small_kernel, 1, 1, m.stream, m.h, buf, bytes, peer, tag, seq, m.wide, m.failure, op, out);
   if (chunks >= kWideChunks)
     return launch(recv_wide_kernel, std::min<unsigned>(chunks, kWideBlocks), m.wide_limit, m.stream, m.h, buf, bytes,
                   peer, tag, seq, m.wide, m.failure, op, out);

@@ -20,6 +20,7 @@
 # (GPU batch matching against the CPU batch matcher), stream (issue 16:
 # the stream_* tests with memcheck and racecheck, bench_stream and
 # bench_jacobi on both enqueue paths), stream-tests (those tests alone),
+# stream-sanitize (memcheck and racecheck of the stream tests alone),
 # stream-bench (small-message enqueue
 # ping-pong only, to run beside bench-dev), bench-dev
 # (device-initiated send/recv, bench/bench_dev_p2p), dev-tests (only the
@@ -236,15 +237,8 @@ for np in 2 1; do
     grep -q "No Errors" "$OUT/stream-dev_p2p-$np.log" && echo "dev_p2p ($np ranks): passed" ||
     { echo "dev_p2p ($np ranks): FAILED"; check_rc=1; }
 done
-# Diagnosis of the host-driven path's two-stream hang: more hardware queues.
-for conn in 8 32; do
-  if CUDA_DEVICE_MAX_CONNECTIONS=$conn MPIX_STREAM_PATH=host STREAM_TEST_PATH=host STREAM_TEST_SMALL=1 timeout 40 \
-      "$MPIEXEC" -n 1 test/gpu/stream_kernel >"$OUT/stream-two-host-$conn.log" 2>&1; then
-    echo "host path, two streams, CUDA_DEVICE_MAX_CONNECTIONS=$conn: passed"
-  else
-    echo "host path, two streams, CUDA_DEVICE_MAX_CONNECTIONS=$conn: FAILED (exit $?)"
-  fi
-done
+fi
+if has_stage stream || has_stage stream-sanitize; then
 mps_stop  # compute-sanitizer does not support MPS clients
 for t in stream_kernel stream_enqueue; do
   for tool in memcheck racecheck; do
