@@ -268,16 +268,10 @@ __global__ void __launch_bounds__(1024) recv_wide_kernel(const MPIX_Device_comm 
     w->nslots = 0;
     w->msg_bytes = 0;
     if (w->rc == MPIX_DEVICE_SUCCESS) {
-      char *const src_base = hp->bases[peer];
-      uint64_t *keys = mpixd_mkeys(hp, hp->local, peer);
-      const uint32_t b0 = mpixd_bucket(hp, tag, seq);
-      const uint64_t want = mpixd_mkey(tag, seq);
-      int32_t slot;
       uint64_t key = 0;
-      unsigned ns = MPIXD_BACKOFF_MIN_NS;
-      while ((slot = mpixd_find_at(hp->buckets, keys, b0, want, &key)) < 0) mpixd_backoff(&ns, MPIXD_BACKOFF_IPC_NS);
+      const int32_t slot = mpixd_wait_numbered(hp, peer, tag, seq, &key);
       mpixd_recv_start(&r, buf, bytes, peer, tag, seq);
-      mpixd_recv_take(hp, &r, slot, key, src_base);
+      mpixd_recv_take(hp, &r, slot, key, hp->bases[peer]);
       if (r.state == MPIXD_RECV_BOUND) {
         w->chan = r.chan;
         w->ticket = r.ticket;
@@ -350,13 +344,7 @@ __global__ void recv_small_kernel(const MPIX_Device_comm h, void *buf, std::size
   int rc = mpixd_check(hp, buf, bytes, peer, tag, &r);
   int32_t slot = -1;
   uint64_t key = 0;
-  if (rc == MPIX_DEVICE_SUCCESS) {
-    uint64_t *keys = mpixd_mkeys(hp, hp->local, peer);
-    const uint32_t b0 = mpixd_bucket(hp, tag, seq);
-    const uint64_t want = mpixd_mkey(tag, seq);
-    unsigned ns = MPIXD_BACKOFF_MIN_NS;
-    while ((slot = mpixd_find_at(hp->buckets, keys, b0, want, &key)) < 0) mpixd_backoff(&ns, MPIXD_BACKOFF_IPC_NS);
-  }
+  if (rc == MPIX_DEVICE_SUCCESS) slot = mpixd_wait_numbered(hp, peer, tag, seq, &key);
   wait_previous();
   std::size_t got = 0;
   uint32_t taken = 0xffffffffu;
@@ -423,19 +411,7 @@ __global__ void start_kernel(const MPIX_Device_comm h, MPIX_Device_request *r, b
       r->status = rc;
       r->msg_bytes = 0;
     } else if (send) {
-      r->peer = peer;
-      r->tag = tag;
-      r->buf = const_cast<void *>(buf);
-      r->bytes = bytes;
-      r->msg_bytes = bytes;
-      r->chan = mpixd_channel(&h, tag);
-      r->nslots = mpixd_nslots(&h, bytes);
-      r->ticket = 0;
-      r->next = 0;
-      r->seq = seq;
-      r->flags = 0;
-      r->status = MPIX_DEVICE_PENDING;
-      r->state = MPIXD_SEND;
+      mpixd_send_init(&h, r, buf, bytes, peer, tag, seq);
     } else {
       mpixd_recv_start(r, const_cast<void *>(buf), bytes, peer, tag, seq);
     }

@@ -53,9 +53,9 @@ MPIXD_HD int mpixd_send_progress(const MPIX_Device_comm *h, MPIX_Device_request 
   return MPIX_DEVICE_SUCCESS;
 }
 
-/* Fills r for a send whose number within its key is seq and moves it on. */
-MPIXD_HD void mpixd_send_start(const MPIX_Device_comm *h, MPIX_Device_request *r, const void *buf, size_t bytes,
-                               int peer, int tag, uint32_t seq) {
+/* Fills r for a send whose number within its key is seq. */
+MPIXD_HD void mpixd_send_init(const MPIX_Device_comm *h, MPIX_Device_request *r, const void *buf, size_t bytes,
+                              int peer, int tag, uint32_t seq) {
   r->peer = peer;
   r->tag = tag;
   r->buf = (void *)buf;
@@ -69,6 +69,12 @@ MPIXD_HD void mpixd_send_start(const MPIX_Device_comm *h, MPIX_Device_request *r
   r->flags = 0;
   r->status = MPIX_DEVICE_PENDING;
   r->state = MPIXD_SEND;
+}
+
+/* Fills r for a send whose number within its key is seq and moves it on. */
+MPIXD_HD void mpixd_send_start(const MPIX_Device_comm *h, MPIX_Device_request *r, const void *buf, size_t bytes,
+                               int peer, int tag, uint32_t seq) {
+  mpixd_send_init(h, r, buf, bytes, peer, tag, seq);
   mpixd_send_progress(h, r);
 }
 

@@ -18,6 +18,19 @@ __device__ __forceinline__ unsigned mpixd_backoff_max(int path) {
   return path == MPIXD_PATH_PROXY ? MPIXD_BACKOFF_PROXY_NS : MPIXD_BACKOFF_IPC_NS;
 }
 
+/* The way (and key) of message `seq` of (peer, tag) in this rank's table,
+ * once it is there: its buckets are known, so only they are polled. */
+__device__ __forceinline__ int32_t mpixd_wait_numbered(const MPIX_Device_comm *h, int peer, int tag, uint32_t seq,
+                                                       uint64_t *key) {
+  uint64_t *keys = mpixd_mkeys(h, h->local, peer);
+  const uint32_t b0 = mpixd_bucket(h, tag, seq);
+  const uint64_t want = mpixd_mkey(tag, seq);
+  int32_t slot;
+  unsigned ns = MPIXD_BACKOFF_MIN_NS;
+  while ((slot = mpixd_find_at(h->buckets, keys, b0, want, key)) < 0) mpixd_backoff(&ns, MPIXD_BACKOFF_IPC_NS);
+  return slot;
+}
+
 /* The device calls take the handle by reference. Taken by value (as they
  * were), nvcc 13.0 miscompiled kernels that pass their own by-value handle
  * to many of them (test/gpu/dev_p2p's calls_send: an invalid __local__ read
@@ -142,12 +155,8 @@ __device__ inline int MPIX_Recv(void *buf, size_t bytes, int peer, int tag, cons
     uint32_t seq;
     rc = mpixd_take_seq_warp(h, false, peer, tag, &seq);
     if (rc != MPIX_DEVICE_SUCCESS) return rc;
-    uint64_t *keys = mpixd_mkeys(h, h->local, peer);
-    const uint32_t b0 = mpixd_bucket(h, tag, seq);
-    const uint64_t want = mpixd_mkey(tag, seq);
-    int32_t slot;
     uint64_t key = 0;
-    while ((slot = mpixd_find_at(h->buckets, keys, b0, want, &key)) < 0) mpixd_backoff(&ns, MPIXD_BACKOFF_IPC_NS);
+    const int32_t slot = mpixd_wait_numbered(h, peer, tag, seq, &key);
     mpixd_recv_start(&req, buf, bytes, peer, tag, seq);
     mpixd_recv_take(h, &req, slot, key, src_base);
   } else {
@@ -270,12 +279,8 @@ __device__ inline int mpixd_recv_block(const MPIX_Device_comm *h, void *buf, siz
       s_rc = mpixd_check(h, buf, bytes, peer, tag, &s_req);
       if (s_rc == MPIX_DEVICE_SUCCESS) {
         char *const src_base = h->bases[peer];
-        uint64_t *keys = mpixd_mkeys(h, h->local, peer);
-        const uint32_t b0 = mpixd_bucket(h, tag, given);
-        const uint64_t want = mpixd_mkey(tag, given);
-        int32_t slot;
         uint64_t key = 0;
-        while ((slot = mpixd_find_at(h->buckets, keys, b0, want, &key)) < 0) mpixd_backoff(&ns, MPIXD_BACKOFF_IPC_NS);
+        const int32_t slot = mpixd_wait_numbered(h, peer, tag, given, &key);
         mpixd_recv_start(&s_req, buf, bytes, peer, tag, given);
         mpixd_recv_take_ex(h, &s_req, slot, key, src_base, defer);
       }
