@@ -39,6 +39,7 @@ struct EagerCopy final : Pending {
 
 PmpiLink::PmpiLink(const LinkParams &params, const TransportConfig &config)
     : params_(params), slot_bytes_(sizeof(WireHeader) + config.eager_limit), limit_(config.unexpected_limit) {
+  PMPI_Comm_rank(params_.ctrl, &self_);
   for (int i = 0; i < config.landing_slots; ++i) {
     auto slot = std::make_unique<Landing>();
     slot->buffer = std::make_unique<char[]>(slot_bytes_);
@@ -116,13 +117,14 @@ int PmpiLink::send_eager(int dest, const WireHeader &h, const void *payload, std
   *pending = false;
   ++g_counts.sent;
   const std::size_t total = sizeof h + n;
-  if (done == nullptr) {
+  if (done == nullptr && dest != self_) {
     if (scratch_.size() < total) scratch_.resize(total);
     std::memcpy(scratch_.data(), &h, sizeof h);
     if (n > 0) std::memcpy(scratch_.data() + sizeof h, payload, n);
     return PMPI_Send(scratch_.data(), static_cast<int>(total), MPI_BYTE, dest, 0, params_.ctrl);
   }
-  const bool tied = g_eager_detached >= kEagerDetachedMax;
+  // (To this process itself always from a copy: see send_rendezvous.)
+  const bool tied = done != nullptr && g_eager_detached >= kEagerDetachedMax;
   auto copy = std::make_unique<EagerCopy>(total, tied ? done : nullptr);
   std::memcpy(copy->buffer.get(), &h, sizeof h);
   if (n > 0) std::memcpy(copy->buffer.get() + sizeof h, payload, n);
@@ -140,7 +142,12 @@ int PmpiLink::send_rendezvous(int dest, const WireHeader &h, const void *buf, in
   *pending = false;
   ++g_counts.sent;
   int rc = MPI_SUCCESS;
-  if (mode == SendMode::kBuffered) {
+  // The MPI library may hold a send to this process itself until a receive
+  // matches it (MPICH does, at any size), and the landing receive that would
+  // match is reposted only by a later poll of this thread: a blocking
+  // envelope send to itself would then never return (17 rendezvous
+  // MPI_Isends to oneself with 16 landing slots hung; the soak found it).
+  if (mode == SendMode::kBuffered || dest == self_) {
     // Never blocks: the envelope goes from memory of its own.
     auto envelope = std::make_unique<EagerCopy>(sizeof h, nullptr);
     std::memcpy(envelope->buffer.get(), &h, sizeof h);

@@ -68,6 +68,7 @@ class PmpiLink final : public Link {
   std::vector<Landing *> parked_;  // not reposted: back-pressure
   std::size_t held_ = 0;           // credit of arrivals the engine still holds
   std::vector<char> scratch_;      // blocking eager sends: envelope + payload
+  int self_ = -1;                  // this process's rank in the shadows
 };
 
 }  // namespace mpix::progress

@@ -25,6 +25,9 @@ P2PConfig g_config;
 // engine lock by the liveness thread.
 std::atomic<long> g_receives_pending{0};
 constexpr unsigned kPollsBeforeYield = 32;
+// Idle polls between calls into the MPI library for its own progress (see
+// progress_poll): rare enough to cost nothing on mpix's latency path.
+constexpr unsigned kPollsPerMpiNudge = 16;
 // MPI_Finalize's drain gives up after this long without any change (a
 // message to a communicator its receiver freed never lands).
 constexpr auto kDrainPatience = std::chrono::seconds(2);
@@ -654,6 +657,18 @@ int progress_poll() {
   for (std::size_t i = 0; i < v.size();) {
     if (v[i]->detach_requested()) v[i]->detach();  // erases v[i]
     else ++i;
+  }
+  // MPI's progress rule covers the application's traffic on communicators
+  // mpix does not handle too: while a rank waits or tests only on mpix's
+  // requests, a peer's MPI_Send to a receive it posted on such a
+  // communicator must still finish, and over UCX nothing here enters the
+  // MPI library. So an idle poll now and then lets it progress (the soak,
+  // test/mpi/soak, hung without this). (Under the engine lock: one count
+  // serves every thread.)
+  static unsigned idle_polls = 0;
+  if (n == 0 && ++idle_polls % kPollsPerMpiNudge == 0) {
+    int flag = 0;
+    PMPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, MPI_COMM_WORLD, &flag, MPI_STATUS_IGNORE);
   }
   return n;
 }

@@ -126,3 +126,15 @@ test_mpi_p2p_isend_stream_SOURCES = test/mpi/p2p/isend_stream.c
 test_mpi_p2p_isend_stream_CFLAGS = $(MPIX_CFLAGS) -I$(top_srcdir)/test/mpi
 test_mpi_p2p_isend_stream_LDADD = src/libmpix.la $(MPI_LIBS)
 test_mpi_p2p_isend_stream_LDFLAGS = -no-install
+# Regressions the soak found (test/mpi/soak): MPI progress while mpix waits,
+# sends to oneself on pmpi.
+check_PROGRAMS += test/mpi/p2p/native_progress
+test_mpi_p2p_native_progress_SOURCES = test/mpi/p2p/native_progress.c
+test_mpi_p2p_native_progress_CFLAGS = $(MPIX_CFLAGS) -I$(top_srcdir)/test/mpi
+test_mpi_p2p_native_progress_LDADD = src/libmpix.la $(MPI_LIBS)
+test_mpi_p2p_native_progress_LDFLAGS = -no-install
+check_PROGRAMS += test/mpi/p2p/self_rendezvous
+test_mpi_p2p_self_rendezvous_SOURCES = test/mpi/p2p/self_rendezvous.c
+test_mpi_p2p_self_rendezvous_CFLAGS = $(MPIX_CFLAGS) -I$(top_srcdir)/test/mpi
+test_mpi_p2p_self_rendezvous_LDADD = src/libmpix.la $(MPI_LIBS)
+test_mpi_p2p_self_rendezvous_LDFLAGS = -no-install

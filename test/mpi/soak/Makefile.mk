@@ -1,0 +1,23 @@
+# The soak (issue 17): randomized traffic for a set time, communicators made
+# and freed while traffic flows, exactly-once delivery and flat memory
+# checked. soak links libmpix (the relink use); soak_preload is the same
+# program built as plain MPI, run under LD_PRELOAD. Bounded runs in `make
+# check` (test/mpi/soak/testlist, default transport only: the transport
+# passes run test/mpi/p2p's randomized traffic already, and CI's time is
+# spent); the long run is bench/run_soak.sh. Not in sanitizer builds:
+# ASan's quarantine and TSan's shadow memory make RSS say nothing, and
+# there is no CI time left for a soak three times over.
+check_PROGRAMS += test/mpi/soak/soak test/mpi/soak/soak_preload
+test_mpi_soak_soak_SOURCES = test/mpi/soak/soak.c test/mpi/mtest.h
+test_mpi_soak_soak_CFLAGS = $(MPIX_CFLAGS) -I$(top_srcdir)/test/mpi
+test_mpi_soak_soak_LDADD = src/libmpix.la $(MPI_LIBS) -ldl
+test_mpi_soak_soak_LDFLAGS = -no-install
+test_mpi_soak_soak_preload_SOURCES = test/mpi/soak/soak.c test/mpi/mtest.h
+test_mpi_soak_soak_preload_CFLAGS = $(MPIX_CFLAGS) -I$(top_srcdir)/test/mpi -DSOAK_PRELOAD
+test_mpi_soak_soak_preload_LDADD = $(MPI_LIBS) -ldl
+EXTRA_DIST += test/mpi/soak/testlist bench/run_soak.sh
+if SANITIZED_BUILD
+MPIX_TEST_SKIPS += --skip test/mpi/soak "sanitizer build: RSS is not meaningful, CI time"
+else
+MPIX_TESTLISTS += test/mpi/soak/testlist
+endif
