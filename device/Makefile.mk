@@ -10,7 +10,7 @@ src_libmpixcore_la_SOURCES += device/gpu_none.cc device/gpu.h \
 	device/copy_none.cc device/copy.h device/ipc.h
 endif
 # Where a buffer lives: host C++ in both builds (the driver is dlopen'ed).
-src_libmpixcore_la_SOURCES += device/memtype.cc device/memtype.h
+src_libmpixcore_la_SOURCES += device/memtype.cc device/memtype.h device/status.h
 EXTRA_DIST += device/gpu_none.cc device/gpu_query.cu device/copy_none.cc device/copy.cu
 # Stream triggers: the words a CUDA stream and the progress thread share for
 # stream-triggered operations (mpix/enqueue.cc); the stub refuses CUDA streams.

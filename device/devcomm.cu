@@ -4,15 +4,15 @@
 
 namespace mpix::device {
 
-std::unique_ptr<DevComm> DevComm::create(const MPIX_Device_comm &h, DevStatus *status) {
+std::unique_ptr<DevComm> DevComm::create(const MPIX_Device_comm &h, Status *status) {
   int n = 0;
   if (cudaGetDeviceCount(&n) != cudaSuccess || n == 0) {
-    *status = DevStatus::kNoGpu;
+    *status = Status::kNoGpu;
     return nullptr;
   }
   auto d = std::make_unique<DevComm>();
   d->h_ = h;
-  *status = DevStatus::kCudaError;
+  *status = Status::kCudaError;
   if (cudaGetDevice(&d->device_) != cudaSuccess) return nullptr;
   if (cudaDeviceGetPCIBusId(d->gpu_id_, sizeof d->gpu_id_, d->device_) != cudaSuccess) return nullptr;
   const std::uint64_t bytes = mpixd_layout(&d->h_, 0);
@@ -29,11 +29,11 @@ std::unique_ptr<DevComm> DevComm::create(const MPIX_Device_comm &h, DevStatus *s
   if (ipc_export(d->mailbox_, d->handle_) != 0) return nullptr;
   d->h_.local = static_cast<char *>(d->mailbox_);
   d->h_.bases = static_cast<char *const *>(d->bases_dev_);
-  *status = DevStatus::kOk;
+  *status = Status::kOk;
   return d;
 }
 
-DevStatus DevComm::connect(const unsigned char *handles) {
+Status DevComm::connect(const unsigned char *handles) {
   std::vector<char *> bases(h_.size, nullptr);
   for (int r = 0; r < h_.size; ++r) {
     if (r == h_.rank) {
@@ -42,13 +42,13 @@ DevStatus DevComm::connect(const unsigned char *handles) {
     }
     void *p = nullptr;
     if (ipc_open(handles + static_cast<std::size_t>(r) * kIpcHandleBytes, device_, &p) != 0)
-      return DevStatus::kCudaError;
+      return Status::kCudaError;
     mapped_.push_back(p);
     bases[r] = static_cast<char *>(p);
   }
   if (cudaMemcpy(bases_dev_, bases.data(), sizeof(char *) * h_.size, cudaMemcpyHostToDevice) != cudaSuccess)
-    return DevStatus::kCudaError;
-  return DevStatus::kOk;
+    return Status::kCudaError;
+  return Status::kOk;
 }
 
 void DevComm::close_peers() {

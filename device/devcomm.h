@@ -5,6 +5,7 @@
 #ifndef MPIX_DEVICE_DEVCOMM_H
 #define MPIX_DEVICE_DEVCOMM_H
 
+
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -12,16 +13,16 @@
 
 #include "ipc.h"
 #include "mpix_device/proto.h"
+#include "status.h"
 
 namespace mpix::device {
 
-enum class DevStatus { kOk, kNoCuda, kNoGpu, kCudaError };
 
 class DevComm {
  public:
   // Allocates the mailbox on the current GPU for `h` (channels, slots,
   // slot_bytes, posted, rank, size, tag_ub set); fills the layout.
-  static std::unique_ptr<DevComm> create(const MPIX_Device_comm &h, DevStatus *status);
+  static std::unique_ptr<DevComm> create(const MPIX_Device_comm &h, Status *status);
   DevComm() = default;  // empty; create() makes usable ones
   ~DevComm();
   DevComm(const DevComm &) = delete;
@@ -34,7 +35,7 @@ class DevComm {
   static constexpr std::size_t kGpuIdBytes = 32;
   const char *gpu_id() const { return gpu_id_; }
   // Maps every peer's mailbox (handles: size * kIpcHandleBytes, by rank).
-  DevStatus connect(const unsigned char *handles);
+  Status connect(const unsigned char *handles);
   const MPIX_Device_comm &handle() const { return h_; }
   // Unmaps the peers' mailboxes (idempotent; also done by the destructor).
   // CUDA leaves it undefined when an exporter frees memory a peer still has

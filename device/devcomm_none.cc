@@ -3,12 +3,12 @@
 
 namespace mpix::device {
 
-std::unique_ptr<DevComm> DevComm::create(const MPIX_Device_comm &, DevStatus *status) {
-  *status = DevStatus::kNoCuda;
+std::unique_ptr<DevComm> DevComm::create(const MPIX_Device_comm &, Status *status) {
+  *status = Status::kNoCuda;
   return nullptr;
 }
 DevComm::~DevComm() = default;
-DevStatus DevComm::connect(const unsigned char *) { return DevStatus::kNoCuda; }
+Status DevComm::connect(const unsigned char *) { return Status::kNoCuda; }
 void DevComm::close_peers() {}
 void *mapped_alloc(std::size_t) { return nullptr; }
 void mapped_free(void *) {}

@@ -486,12 +486,12 @@ __global__ void copy_from_slot_kernel(unsigned char *dst, const StagedSlot *slot
   for (std::size_t i = nw * 8 + threadIdx.x; i < n; i += blockDim.x) dst[i] = static_cast<const volatile unsigned char *>(src)[i];
 }
 
-ExecStatus launched() { return cudaGetLastError() == cudaSuccess ? ExecStatus::kOk : ExecStatus::kCudaError; }
+Status launched() { return cudaGetLastError() == cudaSuccess ? Status::kOk : Status::kCudaError; }
 
 // Launches a kernel of ours on s, allowed to start before the previous
 // kernel of the stream ends (see after_previous).
 template <typename... Params, typename... Args>
-ExecStatus launch(void (*kernel)(Params...), unsigned blocks, unsigned threads, cudaStream_t s, Args... args) {
+Status launch(void (*kernel)(Params...), unsigned blocks, unsigned threads, cudaStream_t s, Args... args) {
   cudaLaunchConfig_t cfg{};
   cfg.gridDim = dim3(blocks);
   cfg.blockDim = dim3(threads);
@@ -503,9 +503,9 @@ ExecStatus launch(void (*kernel)(Params...), unsigned blocks, unsigned threads, 
   cfg.numAttrs = 1;
   if (cudaLaunchKernelEx(&cfg, kernel, args...) != cudaSuccess) {
     (void)cudaGetLastError();
-    return ExecStatus::kCudaError;
+    return Status::kCudaError;
   }
-  return ExecStatus::kOk;
+  return Status::kOk;
 }
 
 // Messages of at least this many chunks move by several blocks at once.
@@ -566,17 +566,17 @@ struct StreamExec::Impl {
 StreamExec::StreamExec(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 StreamExec::~StreamExec() = default;
 
-std::unique_ptr<StreamExec> StreamExec::create(void *cuda_stream, const MPIX_Device_comm &h, ExecStatus *status) {
+std::unique_ptr<StreamExec> StreamExec::create(void *cuda_stream, const MPIX_Device_comm &h, Status *status) {
   int ngpu = 0;
   if (cudaGetDeviceCount(&ngpu) != cudaSuccess || ngpu == 0 || h.path != MPIXD_PATH_IPC) {
     (void)cudaGetLastError();
-    *status = ExecStatus::kNoGpu;
+    *status = Status::kNoGpu;
     return nullptr;
   }
   auto impl = std::make_unique<Impl>();
   impl->stream = static_cast<cudaStream_t>(cuda_stream);
   impl->h = h;
-  *status = ExecStatus::kCudaError;
+  *status = Status::kCudaError;
   if (cudaStreamGetDevice(impl->stream, &impl->device) != cudaSuccess && cudaGetDevice(&impl->device) != cudaSuccess) {
     (void)cudaGetLastError();
     return nullptr;
@@ -611,14 +611,14 @@ std::unique_ptr<StreamExec> StreamExec::create(void *cuda_stream, const MPIX_Dev
   impl->failure = static_cast<ExecFailure *>(mem);
   impl->failure->code = 0;
   impl->failure->op = 0;
-  *status = ExecStatus::kOk;
+  *status = Status::kOk;
   return std::unique_ptr<StreamExec>(new StreamExec(std::move(impl)));  // NOLINT: private constructor
 }
 
-ExecStatus StreamExec::send(const void *buf, std::size_t bytes, int peer, int tag, std::uint32_t seq,
+Status StreamExec::send(const void *buf, std::size_t bytes, int peer, int tag, std::uint32_t seq,
                             std::uint32_t op) {
   Impl &m = *impl_;
-  if (!m.current()) return ExecStatus::kCudaError;
+  if (!m.current()) return Status::kCudaError;
   const std::uint32_t chunks = bytes <= MPIXD_INLINE ? 0 : static_cast<std::uint32_t>((bytes + m.h.slot_bytes - 1) / m.h.slot_bytes);
   if (bytes <= MPIXD_INLINE)
     return launch(send_small_kernel, 1, 1, m.stream, m.h, buf, bytes, peer, tag, seq, m.wide, m.failure, op);
@@ -629,10 +629,10 @@ ExecStatus StreamExec::send(const void *buf, std::size_t bytes, int peer, int ta
                 m.failure, op);
 }
 
-ExecStatus StreamExec::recv(void *buf, std::size_t bytes, int peer, int tag, std::uint32_t seq, std::uint32_t op,
+Status StreamExec::recv(void *buf, std::size_t bytes, int peer, int tag, std::uint32_t seq, std::uint32_t op,
                             ExecResult *out) {
   Impl &m = *impl_;
-  if (!m.current()) return ExecStatus::kCudaError;
+  if (!m.current()) return Status::kCudaError;
   if (out != nullptr) out->written = 0;
   // Wide by the receive buffer: a message as long (or longer: truncated)
   // comes in as many chunks; a shorter one leaves blocks with nothing to do.
@@ -646,27 +646,27 @@ ExecStatus StreamExec::recv(void *buf, std::size_t bytes, int peer, int tag, std
                 m.failure, op, out);
 }
 
-ExecStatus StreamExec::isend(DeviceRequest r, const void *buf, std::size_t bytes, int peer, int tag,
+Status StreamExec::isend(DeviceRequest r, const void *buf, std::size_t bytes, int peer, int tag,
                              std::uint32_t seq) {
   Impl &m = *impl_;
-  if (!m.current()) return ExecStatus::kCudaError;
+  if (!m.current()) return Status::kCudaError;
   return launch(start_kernel, 1, threads_for(bytes, m.start_limit), m.stream, m.h, r, true, buf, bytes, peer, tag,
                 seq, m.wide);
 }
 
-ExecStatus StreamExec::irecv(DeviceRequest r, void *buf, std::size_t bytes, int peer, int tag, std::uint32_t seq) {
+Status StreamExec::irecv(DeviceRequest r, void *buf, std::size_t bytes, int peer, int tag, std::uint32_t seq) {
   Impl &m = *impl_;
-  if (!m.current()) return ExecStatus::kCudaError;
+  if (!m.current()) return Status::kCudaError;
   return launch(start_kernel, 1, 32, m.stream, m.h, r, false, static_cast<const void *>(buf), bytes, peer, tag, seq,
                 m.wide);
 }
 
-ExecStatus StreamExec::wait(const std::vector<DeviceRequest> &reqs, const std::vector<ExecResult *> &results,
+Status StreamExec::wait(const std::vector<DeviceRequest> &reqs, const std::vector<ExecResult *> &results,
                             std::uint32_t op) {
   Impl &m = *impl_;
   const int n = static_cast<int>(reqs.size());
-  if (n == 0) return ExecStatus::kOk;
-  if (!m.current()) return ExecStatus::kCudaError;
+  if (n == 0) return Status::kOk;
+  if (!m.current()) return Status::kCudaError;
   for (ExecResult *r : results)
     if (r != nullptr) r->written = 0;
   // A block per request up to kWaitBlocks (small enough to be resident
@@ -695,7 +695,7 @@ ExecStatus StreamExec::wait(const std::vector<DeviceRequest> &reqs, const std::v
   if (cudaMemcpyAsync(dev, table.data(), bytes, cudaMemcpyHostToDevice, m.stream) != cudaSuccess) return launched();
   auto *const *dreqs = static_cast<MPIX_Device_request *const *>(dev);
   auto *const *dres = reinterpret_cast<ExecResult *const *>(static_cast<void **>(dev) + n);
-  const ExecStatus st =
+  const Status st =
       launch(wait_list_kernel, blocks, threads, m.stream, m.h, dreqs, dres, n, m.wide, m.failure, op);
   cudaFreeAsync(dev, m.stream);
   return st;
@@ -760,11 +760,11 @@ void *StreamExec::stage(std::size_t bytes) {
   return p;
 }
 
-ExecStatus StreamExec::copy(void *dst, const void *src, std::size_t bytes) {
+Status StreamExec::copy(void *dst, const void *src, std::size_t bytes) {
   Impl &m = *impl_;
-  if (bytes == 0) return ExecStatus::kOk;
+  if (bytes == 0) return Status::kOk;
   if (cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, m.stream) != cudaSuccess) return launched();
-  return ExecStatus::kOk;
+  return Status::kOk;
 }
 
 void StreamExec::unstage(void *p) {
@@ -793,16 +793,16 @@ void staged_slot_free(StagedSlot *s) {
   if (s != nullptr) cudaFreeHost(s);
 }
 
-ExecStatus stage_to_host(void *cuda_stream, StagedSlot *slot, const void *src, std::size_t n) {
-  if (n == 0) return ExecStatus::kOk;
+Status stage_to_host(void *cuda_stream, StagedSlot *slot, const void *src, std::size_t n) {
+  if (n == 0) return Status::kOk;
   if (cudaMemcpyAsync(slot->data, src, n, cudaMemcpyDeviceToHost, static_cast<cudaStream_t>(cuda_stream)) !=
       cudaSuccess)
     return launched();
-  return ExecStatus::kOk;
+  return Status::kOk;
 }
 
-ExecStatus stage_from_host(void *cuda_stream, void *dst, const StagedSlot *slot, std::size_t capacity) {
-  if (capacity == 0) return ExecStatus::kOk;
+Status stage_from_host(void *cuda_stream, void *dst, const StagedSlot *slot, std::size_t capacity) {
+  if (capacity == 0) return Status::kOk;
   copy_from_slot_kernel<<<1, 256, 0, static_cast<cudaStream_t>(cuda_stream)>>>(static_cast<unsigned char *>(dst),
                                                                               slot, capacity);
   return launched();

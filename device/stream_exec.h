@@ -7,16 +7,17 @@
 #ifndef MPIX_DEVICE_STREAM_EXEC_H
 #define MPIX_DEVICE_STREAM_EXEC_H
 
+
 #include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <vector>
 
 #include "mpix_device/proto.h"
+#include "status.h"
 
 namespace mpix::gpu {
 
-enum class ExecStatus { kOk, kNoGpu, kCudaError };
 
 // What a finished receive (or waited request) reports, written by a kernel
 // into host-mapped memory before the stream moves on.
@@ -44,7 +45,7 @@ using DeviceRequest = MPIX_Device_request *;
 class StreamExec {
  public:
   // For operations on the CUDA stream `cuda_stream` over `h` (IPC path).
-  static std::unique_ptr<StreamExec> create(void *cuda_stream, const MPIX_Device_comm &h, ExecStatus *status);
+  static std::unique_ptr<StreamExec> create(void *cuda_stream, const MPIX_Device_comm &h, Status *status);
   ~StreamExec();
   StreamExec(const StreamExec &) = delete;
   StreamExec &operator=(const StreamExec &) = delete;
@@ -53,15 +54,15 @@ class StreamExec {
   // reused / the message is in the receive buffer. seq: the message's number
   // within its (peer, tag); op: the operation's number for failure reports;
   // out (may be null): where the receive's size and status go.
-  ExecStatus send(const void *buf, std::size_t bytes, int peer, int tag, std::uint32_t seq, std::uint32_t op);
-  ExecStatus recv(void *buf, std::size_t bytes, int peer, int tag, std::uint32_t seq, std::uint32_t op,
+  Status send(const void *buf, std::size_t bytes, int peer, int tag, std::uint32_t seq, std::uint32_t op);
+  Status recv(void *buf, std::size_t bytes, int peer, int tag, std::uint32_t seq, std::uint32_t op,
                   ExecResult *out);
   // Nonblocking: starts `r` in stream order; wait() completes it.
-  ExecStatus isend(DeviceRequest r, const void *buf, std::size_t bytes, int peer, int tag, std::uint32_t seq);
-  ExecStatus irecv(DeviceRequest r, void *buf, std::size_t bytes, int peer, int tag, std::uint32_t seq);
+  Status isend(DeviceRequest r, const void *buf, std::size_t bytes, int peer, int tag, std::uint32_t seq);
+  Status irecv(DeviceRequest r, void *buf, std::size_t bytes, int peer, int tag, std::uint32_t seq);
   // The stream moves on once every request of reqs is complete (results[i]
   // may be null; results may be empty).
-  ExecStatus wait(const std::vector<DeviceRequest> &reqs, const std::vector<ExecResult *> &results,
+  Status wait(const std::vector<DeviceRequest> &reqs, const std::vector<ExecResult *> &results,
                   std::uint32_t op);
 
   // Requests and results: taken by the enqueuing thread, given back once a
@@ -75,7 +76,7 @@ class StreamExec {
   // Stream-ordered staging for pageable host buffers (cudaMallocAsync on the
   // stream, freed in stream order after the operation that uses it).
   void *stage(std::size_t bytes);
-  ExecStatus copy(void *dst, const void *src, std::size_t bytes);
+  Status copy(void *dst, const void *src, std::size_t bytes);
   void unstage(void *p);
 
   // The first failure a kernel recorded since the last call (cleared).
@@ -103,9 +104,9 @@ struct StagedSlot {
 StagedSlot *staged_slot_alloc();
 void staged_slot_free(StagedSlot *s);
 // On cuda_stream, in its order: n bytes of device memory into the slot.
-ExecStatus stage_to_host(void *cuda_stream, StagedSlot *slot, const void *src, std::size_t n);
+Status stage_to_host(void *cuda_stream, StagedSlot *slot, const void *src, std::size_t n);
 // On cuda_stream: what the slot received (at most capacity bytes) to dst.
-ExecStatus stage_from_host(void *cuda_stream, void *dst, const StagedSlot *slot, std::size_t capacity);
+Status stage_from_host(void *cuda_stream, void *dst, const StagedSlot *slot, std::size_t capacity);
 
 }  // namespace mpix::gpu
 

@@ -14,38 +14,38 @@ BufferKind buffer_kind(const void *p, const void **kernel_view) {
 StreamExec::StreamExec(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 StreamExec::~StreamExec() = default;
 
-std::unique_ptr<StreamExec> StreamExec::create(void *, const MPIX_Device_comm &, ExecStatus *status) {
-  *status = ExecStatus::kNoGpu;
+std::unique_ptr<StreamExec> StreamExec::create(void *, const MPIX_Device_comm &, Status *status) {
+  *status = Status::kNoGpu;
   return nullptr;
 }
 
-ExecStatus StreamExec::send(const void *, std::size_t, int, int, std::uint32_t, std::uint32_t) {
-  return ExecStatus::kNoGpu;
+Status StreamExec::send(const void *, std::size_t, int, int, std::uint32_t, std::uint32_t) {
+  return Status::kNoGpu;
 }
-ExecStatus StreamExec::recv(void *, std::size_t, int, int, std::uint32_t, std::uint32_t, ExecResult *) {
-  return ExecStatus::kNoGpu;
+Status StreamExec::recv(void *, std::size_t, int, int, std::uint32_t, std::uint32_t, ExecResult *) {
+  return Status::kNoGpu;
 }
-ExecStatus StreamExec::isend(DeviceRequest, const void *, std::size_t, int, int, std::uint32_t) {
-  return ExecStatus::kNoGpu;
+Status StreamExec::isend(DeviceRequest, const void *, std::size_t, int, int, std::uint32_t) {
+  return Status::kNoGpu;
 }
-ExecStatus StreamExec::irecv(DeviceRequest, void *, std::size_t, int, int, std::uint32_t) {
-  return ExecStatus::kNoGpu;
+Status StreamExec::irecv(DeviceRequest, void *, std::size_t, int, int, std::uint32_t) {
+  return Status::kNoGpu;
 }
-ExecStatus StreamExec::wait(const std::vector<DeviceRequest> &, const std::vector<ExecResult *> &, std::uint32_t) {
-  return ExecStatus::kNoGpu;
+Status StreamExec::wait(const std::vector<DeviceRequest> &, const std::vector<ExecResult *> &, std::uint32_t) {
+  return Status::kNoGpu;
 }
 DeviceRequest StreamExec::take_request() { return nullptr; }
 void StreamExec::give_back(DeviceRequest) {}
 ExecResult *StreamExec::take_result() { return nullptr; }
 void StreamExec::give_back(ExecResult *) {}
 void *StreamExec::stage(std::size_t) { return nullptr; }
-ExecStatus StreamExec::copy(void *, const void *, std::size_t) { return ExecStatus::kNoGpu; }
+Status StreamExec::copy(void *, const void *, std::size_t) { return Status::kNoGpu; }
 void StreamExec::unstage(void *) {}
 bool StreamExec::take_failure(ExecFailure *) { return false; }
 
 StagedSlot *staged_slot_alloc() { return nullptr; }
 void staged_slot_free(StagedSlot *) {}
-ExecStatus stage_to_host(void *, StagedSlot *, const void *, std::size_t) { return ExecStatus::kNoGpu; }
-ExecStatus stage_from_host(void *, void *, const StagedSlot *, std::size_t) { return ExecStatus::kNoGpu; }
+Status stage_to_host(void *, StagedSlot *, const void *, std::size_t) { return Status::kNoGpu; }
+Status stage_from_host(void *, void *, const StagedSlot *, std::size_t) { return Status::kNoGpu; }
 
 }  // namespace mpix::gpu

@@ -63,11 +63,11 @@ struct StreamTrigger::Impl {
 StreamTrigger::StreamTrigger(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 StreamTrigger::~StreamTrigger() = default;
 
-std::unique_ptr<StreamTrigger> StreamTrigger::create(void *cuda_stream, TriggerStatus *status) {
+std::unique_ptr<StreamTrigger> StreamTrigger::create(void *cuda_stream, Status *status) {
   int ngpu = 0;
   if (cudaGetDeviceCount(&ngpu) != cudaSuccess || ngpu == 0 || !driver_ops().ok()) {
     (void)cudaGetLastError();
-    *status = TriggerStatus::kNoGpu;
+    *status = Status::kNoGpu;
     return nullptr;
   }
   auto impl = std::make_unique<Impl>();
@@ -75,7 +75,7 @@ std::unique_ptr<StreamTrigger> StreamTrigger::create(void *cuda_stream, TriggerS
   if (cudaStreamGetDevice(impl->stream, &impl->device) != cudaSuccess) {
     (void)cudaGetLastError();
     if (cudaGetDevice(&impl->device) != cudaSuccess) {
-      *status = TriggerStatus::kCudaError;
+      *status = Status::kCudaError;
       return nullptr;
     }
   }
@@ -83,7 +83,7 @@ std::unique_ptr<StreamTrigger> StreamTrigger::create(void *cuda_stream, TriggerS
   // Portable: the stream's device may differ from the current one.
   if (cudaHostAlloc(&mem, sizeof(Words), cudaHostAllocMapped | cudaHostAllocPortable) != cudaSuccess) {
     (void)cudaGetLastError();
-    *status = TriggerStatus::kCudaError;
+    *status = Status::kCudaError;
     return nullptr;
   }
   impl->words = static_cast<Words *>(mem);
@@ -92,25 +92,25 @@ std::unique_ptr<StreamTrigger> StreamTrigger::create(void *cuda_stream, TriggerS
   void *dev = nullptr;
   if (cudaHostGetDevicePointer(&dev, mem, 0) != cudaSuccess) {
     (void)cudaGetLastError();
-    *status = TriggerStatus::kCudaError;
+    *status = Status::kCudaError;
     return nullptr;
   }
   const auto base = reinterpret_cast<CUdeviceptr>(dev);
   impl->trigger_dev = base + offsetof(Words, trigger);
   impl->done_dev = base + offsetof(Words, done);
-  *status = TriggerStatus::kOk;
+  *status = Status::kOk;
   return std::unique_ptr<StreamTrigger>(new StreamTrigger(std::move(impl)));  // NOLINT: private constructor
 }
 
-TriggerStatus StreamTrigger::push(std::uint32_t seq, bool wait) {
+Status StreamTrigger::push(std::uint32_t seq, bool wait) {
   const DriverOps &ops = driver_ops();
   auto stream = reinterpret_cast<CUstream>(impl_->stream);
   // Default flags: the write waits for earlier work and fences its writes.
   if (ops.write_value32(stream, impl_->trigger_dev, seq, CU_STREAM_WRITE_VALUE_DEFAULT) != CUDA_SUCCESS)
-    return TriggerStatus::kCudaError;
+    return Status::kCudaError;
   if (wait && ops.wait_value32(stream, impl_->done_dev, seq, CU_STREAM_WAIT_VALUE_GEQ) != CUDA_SUCCESS)
-    return TriggerStatus::kCudaError;
-  return TriggerStatus::kOk;
+    return Status::kCudaError;
+  return Status::kOk;
 }
 
 std::uint32_t StreamTrigger::triggered() const {

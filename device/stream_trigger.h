@@ -17,26 +17,28 @@
 #ifndef MPIX_DEVICE_STREAM_TRIGGER_H
 #define MPIX_DEVICE_STREAM_TRIGGER_H
 
+
 #include <cstdint>
 #include <memory>
 
+#include "status.h"
+
 namespace mpix::gpu {
 
-enum class TriggerStatus { kOk, kNoCuda, kNoGpu, kCudaError };
 
 class StreamTrigger {
  public:
   // For the CUDA stream `cuda_stream` (a cudaStream_t; nullptr is the legacy
   // default stream). nullptr and *status != kOk when CUDA, a GPU or stream
   // memory operations are missing.
-  static std::unique_ptr<StreamTrigger> create(void *cuda_stream, TriggerStatus *status);
+  static std::unique_ptr<StreamTrigger> create(void *cuda_stream, Status *status);
   ~StreamTrigger();
   StreamTrigger(const StreamTrigger &) = delete;
   StreamTrigger &operator=(const StreamTrigger &) = delete;
 
   // Appends to the stream "trigger := seq" and, when wait, "block until
   // done >= seq". Called by the one thread using the stream, in seq order.
-  TriggerStatus push(std::uint32_t seq, bool wait);
+  Status push(std::uint32_t seq, bool wait);
   // The last seq the stream reached (acquire: what the host wrote before
   // enqueuing those operations is visible).
   std::uint32_t triggered() const;

@@ -10,12 +10,12 @@ struct StreamTrigger::Impl {};
 StreamTrigger::StreamTrigger(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 StreamTrigger::~StreamTrigger() = default;
 
-std::unique_ptr<StreamTrigger> StreamTrigger::create(void *, TriggerStatus *status) {
-  *status = TriggerStatus::kNoCuda;
+std::unique_ptr<StreamTrigger> StreamTrigger::create(void *, Status *status) {
+  *status = Status::kNoCuda;
   return nullptr;
 }
 
-TriggerStatus StreamTrigger::push(std::uint32_t, bool) { return TriggerStatus::kNoCuda; }
+Status StreamTrigger::push(std::uint32_t, bool) { return Status::kNoCuda; }
 std::uint32_t StreamTrigger::triggered() const { return 0; }
 void StreamTrigger::complete(std::uint32_t) {}
 void *StreamTrigger::cuda_stream() const { return nullptr; }

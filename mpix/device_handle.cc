@@ -25,12 +25,12 @@ int delete_devcomm(MPI_Comm, int, void *attr, void *) {
   return MPI_SUCCESS;
 }
 
-Err status_error(device::DevStatus s) {
+Err status_error(device::Status s) {
   switch (s) {
-    case device::DevStatus::kOk: return Err::kCount;
-    case device::DevStatus::kNoCuda: return Err::kDeviceBufferNoCuda;
-    case device::DevStatus::kNoGpu: return Err::kDeviceNoGpu;
-    case device::DevStatus::kCudaError: break;
+    case device::Status::kOk: return Err::kCount;
+    case device::Status::kNoCuda: return Err::kDeviceBufferNoCuda;
+    case device::Status::kNoGpu: return Err::kDeviceNoGpu;
+    case device::Status::kCudaError: break;
   }
   return Err::kDeviceSetup;
 }
@@ -95,7 +95,7 @@ Err create(MPI_Comm comm, bool ipc_only, const Layout &layout, std::unique_ptr<D
     const int worst = agree(comm, owner->proxy ? Err::kCount : Err::kDeviceSetup);
     if (worst >= 0) return static_cast<Err>(worst);
   } else {
-    device::DevStatus st = device::DevStatus::kOk;
+    device::Status st = device::Status::kOk;
     owner->ipc = device::DevComm::create(h, &st);
     int worst = agree(comm, status_error(st));
     if (worst >= 0) return static_cast<Err>(worst);

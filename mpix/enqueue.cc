@@ -357,7 +357,7 @@ int enqueue(Stream &s, std::unique_ptr<Op> op, bool blocking, MPI_Comm err_comm)
     raw->seq = ++q.next_seq;
     q.ops.push_back(std::move(op));
   }
-  if (s.trigger->push(raw->seq, blocking) != gpu::TriggerStatus::kOk) {
+  if (s.trigger->push(raw->seq, blocking) != gpu::Status::kOk) {
     // Not pushed, so the stream will never trigger it: take it back.
     std::unique_ptr<Op> back;
     {
@@ -393,7 +393,7 @@ int copy_out(Stream &s, const std::vector<StagedCopy> &copies, MPI_Comm comm, co
   int rc = MPI_SUCCESS;
   for (const StagedCopy &c : copies) {
     if (rc == MPI_SUCCESS &&
-        gpu::stage_from_host(s.trigger->cuda_stream(), c.dst, c.slot, c.capacity) != gpu::ExecStatus::kOk)
+        gpu::stage_from_host(s.trigger->cuda_stream(), c.dst, c.slot, c.capacity) != gpu::Status::kOk)
       rc = raise_error(comm, Err::kStreamNoGpu, func);
     release->release.push_back(c.slot);
   }
@@ -434,7 +434,7 @@ int gpu_p2p(Stream &s, OpType type, const void *sbuf, void *rbuf, int count, MPI
     if (slot != nullptr) {
       bytes = static_cast<std::size_t>(l.bytes);
       device_base = const_cast<char *>(static_cast<const char *>(buf)) + l.true_lb;
-      if (send && gpu::stage_to_host(s.trigger->cuda_stream(), slot, device_base, bytes) != gpu::ExecStatus::kOk) {
+      if (send && gpu::stage_to_host(s.trigger->cuda_stream(), slot, device_base, bytes) != gpu::Status::kOk) {
         s.queue->stage.give(slot);
         return raise_error(comm, Err::kStreamNoGpu, func);
       }

@@ -27,7 +27,7 @@ bool stage_if_pageable(gpu::StreamExec &x, const void *p, std::size_t bytes, boo
   b->staged = x.stage(bytes);
   if (b->staged == nullptr) return false;
   b->view = b->staged;
-  return !copy_in || x.copy(b->staged, p, bytes) == gpu::ExecStatus::kOk;
+  return !copy_in || x.copy(b->staged, p, bytes) == gpu::Status::kOk;
 }
 
 // Out of the staging copy into the application's pageable buffer, then the
@@ -65,7 +65,7 @@ std::unique_ptr<KernelComm> KernelComm::create(MPI_Comm comm, Stream *s) {
     if (verbose() && e != Err::kCount) std::fprintf(stderr, "[mpix] stream communicator: %s; host-driven path\n", error_text(e));
     return nullptr;
   }
-  gpu::ExecStatus st = gpu::ExecStatus::kOk;
+  gpu::Status st = gpu::Status::kOk;
   k->exec_ = gpu::StreamExec::create(s->trigger->cuda_stream(), k->dev_->h, &st);
   int ok = k->exec_ != nullptr ? 1 : 0;
   PMPI_Allreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_MIN, comm);
@@ -143,9 +143,9 @@ int KernelComm::p2p(Stream &s, OpType type, const void *sbuf, void *rbuf, int co
     gpu::ExecResult *result = nullptr;
     if (!send && status != MPI_STATUS_IGNORE && (result = x.take_result()) == nullptr)
       return launch_failed(comm, func);
-    const gpu::ExecStatus st = send ? x.send(b.view, bytes, peer, tag, seq, op)
+    const gpu::Status st = send ? x.send(b.view, bytes, peer, tag, seq, op)
                                     : x.recv(const_cast<void *>(b.view), bytes, peer, tag, seq, op, result);
-    if (st != gpu::ExecStatus::kOk) {
+    if (st != gpu::Status::kOk) {
       x.give_back(result);
       return launch_failed(comm, func);
     }
@@ -174,9 +174,9 @@ int KernelComm::p2p(Stream &s, OpType type, const void *sbuf, void *rbuf, int co
     unstage(x, b.staged, nullptr, 0);
     return launch_failed(comm, func);
   }
-  const gpu::ExecStatus st = send ? x.isend(r->dreq, b.view, bytes, peer, tag, seq)
+  const gpu::Status st = send ? x.isend(r->dreq, b.view, bytes, peer, tag, seq)
                                   : x.irecv(r->dreq, const_cast<void *>(b.view), bytes, peer, tag, seq);
-  if (st != gpu::ExecStatus::kOk) {
+  if (st != gpu::Status::kOk) {
     x.give_back(r->dreq);
     unstage(x, b.staged, nullptr, 0);
     return launch_failed(comm, func);
@@ -222,7 +222,7 @@ int KernelComm::wait(const std::vector<std::shared_ptr<EnqRequest>> &reqs, const
   if (dreqs.empty()) return MPI_SUCCESS;
   if (!want_status) results.clear();
   const std::uint32_t op = ++next_op_;
-  if (x.wait(dreqs, results, op) != gpu::ExecStatus::kOk) return launch_failed(MPI_COMM_SELF, func);
+  if (x.wait(dreqs, results, op) != gpu::Status::kOk) return launch_failed(MPI_COMM_SELF, func);
   for (EnqRequest *r : mine) {
     unstage(x, r->staged, r->user_buf, r->capacity);
     r->staged = nullptr;
