@@ -14,6 +14,7 @@ namespace {
 constexpr long kEagerDetachedMax = 4096;
 long g_eager_detached = 0;  // under the engine lock
 TransportCounts g_counts;    // under the engine lock
+TransportStats g_stats;      // under the engine lock
 
 // An eager send in flight that owns its copy of envelope and payload.
 // Detached: nobody waits for it. Tied: `done` (the user's request) completes
@@ -85,6 +86,7 @@ int PmpiLink::poll() {
     posted_order_.pop_front();
     ++taken;
     ++g_counts.arrived;
+    ++g_stats.arrivals;
     int got = 0;
     PMPI_Get_count(&slot->status, MPI_BYTE, &got);
     Arrival a;
@@ -111,11 +113,13 @@ int PmpiLink::poll() {
 }
 
 TransportCounts PmpiLink::counts() { return g_counts; }
+TransportStats PmpiLink::stats() { return g_stats; }
 
 int PmpiLink::send_eager(int dest, const WireHeader &h, const void *payload, std::size_t n, Pending *done,
                          bool *pending) {
   *pending = false;
   ++g_counts.sent;
+  ++g_stats.eager_sent;
   const std::size_t total = sizeof h + n;
   if (done == nullptr && dest != self_) {
     if (scratch_.size() < total) scratch_.resize(total);
@@ -141,6 +145,7 @@ int PmpiLink::send_rendezvous(int dest, const WireHeader &h, const void *buf, in
                               SendMode mode, Pending *done, bool *pending) {
   *pending = false;
   ++g_counts.sent;
+  ++g_stats.rendezvous_sent;
   int rc = MPI_SUCCESS;
   // The MPI library may hold a send to this process itself until a receive
   // matches it (MPICH does, at any size), and the landing receive that would

@@ -50,6 +50,9 @@ class PmpiLink final : public Link {
   // Envelopes sent and landed by every pmpi link of this process
   // (transport_counts; rendezvous payloads move inside the MPI library).
   static TransportCounts counts();
+  // Eager and rendezvous envelopes sent and envelopes landed, counted like
+  // the UCX transport's so that statistics and MPI_T read the same on both.
+  static TransportStats stats();
 
  private:
   struct Landing {

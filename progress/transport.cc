@@ -41,6 +41,15 @@ int link_create(const LinkParams &params, std::unique_lock<std::mutex> &lock, st
 
 int transport_poll() { return ucx::poll(); }
 bool transport_busy() { return ucx::busy(); }
-TransportStats transport_stats() { return ucx::stats(); }
+TransportStats transport_stats() {
+  // A communicator with members outside MPI_COMM_WORLD has a pmpi link even
+  // when UCX carries the rest: the two add up.
+  TransportStats s = ucx::stats();
+  const TransportStats p = PmpiLink::stats();
+  s.eager_sent += p.eager_sent;
+  s.rendezvous_sent += p.rendezvous_sent;
+  s.arrivals += p.arrivals;
+  return s;
+}
 
 }  // namespace mpix::progress

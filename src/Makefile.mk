@@ -6,6 +6,7 @@ src_libmpixcore_la_SOURCES = \
 	src/config.cc src/config.h \
 	src/errors.cc src/errors.h \
 	src/init.cc \
+	src/mpit.cc src/mpit_vars.cc src/mpit_vars.h \
 	src/runtime.cc src/runtime.h \
 	src/visibility.h \
 	src/p2p/api_comm.cc src/p2p/api_common.h src/p2p/api_probe.cc src/p2p/api_recv.cc \

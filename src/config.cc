@@ -8,79 +8,109 @@
 namespace mpix {
 namespace {
 
+// The value in force as MPI_T shows it (ConfigVar::value).
+ConfigValue num(long v) { return ConfigValue{false, v, nullptr}; }
+ConfigValue word(const char *w) { return ConfigValue{true, 0, w}; }
+
 const ConfigVar kVars[] = {
     {"MPIX_VERBOSE", "0",
-     "0: silent; 1: print the configuration at MPI_Init on rank 0; 2: also per-rank details"},
+     "0: silent; 1: print the configuration at MPI_Init on rank 0; 2: also per-rank details",
+     [](const Config &c) { return num(c.verbose); }},
     {"MPIX_INTERCEPT", "none",
      "none: only communicators with no-wildcard assertions use mpix's engine; all: every communicator does "
-     "(full MPI semantics, wildcards included)"},
+     "(full MPI semantics, wildcards included)",
+     [](const Config &c) { return word(c.intercept_all ? "all" : "none"); }},
     {"MPIX_TRANSPORT", "auto",
      "what carries handled communicators' messages: ucx (UCP active messages, rendezvous by UCX; needs the "
      "UCX transport built and usable on every rank), pmpi (the MPI library underneath, a second time), auto "
-     "(ucx when usable, else pmpi); an explicitly named transport that cannot start fails MPI_Init"},
+     "(ucx when usable, else pmpi); an explicitly named transport that cannot start fails MPI_Init",
+     [](const Config &c) { return word(c.transport == 1 ? "pmpi" : c.transport == 2 ? "ucx" : "auto"); }},
     {"MPIX_EAGER_LIMIT", "16384",
-     "largest message (bytes) sent eagerly with its envelope; larger ones use rendezvous"},
+     "largest message (bytes) sent eagerly with its envelope; larger ones use rendezvous",
+     [](const Config &c) { return num(c.eager_limit); }},
     {"MPIX_LANDING_SLOTS", "16",
-     "pre-posted landing receives per handled communicator (each MPIX_EAGER_LIMIT bytes)"},
+     "pre-posted landing receives per handled communicator (each MPIX_EAGER_LIMIT bytes)",
+     [](const Config &c) { return num(c.landing_slots); }},
     {"MPIX_UNEXPECTED_LIMIT", "67108864",
      "unexpected eager bytes held per communicator before new messages are left in the MPI library's queue "
-     "(back-pressure; a waiting receive always pulls more)"},
+     "(back-pressure; a waiting receive always pulls more)",
+     [](const Config &c) { return num(c.unexpected_limit); }},
     {"MPIX_PROGRESS_THREAD", "auto",
      "auto or 1: initialise the MPI library at MPI_THREAD_MULTIPLE (the application still sees its own level) "
      "so that a progress thread drives GPU streams and keeps mpix's communicators moving while the application "
      "blocks in calls mpix does not intercept; 0: only when the application asks for MPI_THREAD_MULTIPLE (then "
      "a program that blocks in, e.g., MPI_Barrier while its peer waits in MPI_Ssend for a receive it posted "
-     "may hang)"},
+     "may hang)",
+     [](const Config &c) { return word(c.progress_thread < 0 ? "auto" : c.progress_thread == 0 ? "0" : "1"); }},
     {"MPIX_STREAM_QUEUE_DEPTH", "1024",
-     "operations enqueued on one GPU stream and not yet triggered by it; a further *_enqueue waits for room"},
+     "operations enqueued on one GPU stream and not yet triggered by it; a further *_enqueue waits for room",
+     [](const Config &c) { return num(c.stream_queue_depth); }},
     {"MPIX_STREAM_PATH", "auto",
      "who runs the *_enqueue operations of a GPU stream communicator: auto: kernels on the stream itself move "
      "the data through CUDA-IPC mailboxes when every rank is on this node with a GPU stream (no host on the "
      "path; host MPI_Send/MPI_Recv on that communicator are refused), else the host-driven path; host: always "
-     "the host-driven path (the progress thread, MPI underneath; host calls match enqueued ones)"},
+     "the host-driven path (the progress thread, MPI underneath; host calls match enqueued ones)",
+     [](const Config &c) { return word(c.stream_host_path ? "host" : "auto"); }},
     {"MPIX_GPU", "on",
      "on: device buffers in point-to-point calls are recognised (one CUDA driver query per send and delivery); "
-     "off: every buffer is taken for host memory (no query)"},
+     "off: every buffer is taken for host memory (no query)",
+     [](const Config &c) { return word(c.gpu ? "on" : "off"); }},
     {"MPIX_GPU_PATH", "auto",
      "auto: device data between GPUs of one node moves by CUDA IPC, otherwise staged through pinned host "
-     "memory; staging: always staged (testing, or where IPC is unwanted)"},
+     "memory; staging: always staged (testing, or where IPC is unwanted)",
+     [](const Config &c) { return word(c.gpu_force_staging ? "staging" : "auto"); }},
     {"MPIX_GPU_EAGER_LIMIT", "8192",
      "device-buffer sends up to this many bytes (and at most MPIX_EAGER_LIMIT) go as eager messages through a "
-     "pinned bounce buffer; larger ones by GPU rendezvous (CUDA IPC within a node: one copy, no host bounce)"},
+     "pinned bounce buffer; larger ones by GPU rendezvous (CUDA IPC within a node: one copy, no host bounce)",
+     [](const Config &c) { return num(c.gpu_eager_limit); }},
     {"MPIX_GPU_CHUNK", "4194304",
-     "bytes per chunk of the staged device-data pipeline (and size of each pinned staging buffer)"},
-    {"MPIX_GPU_PIPELINE", "4", "chunks of one staged transfer in flight at once (copy/network overlap)"},
+     "bytes per chunk of the staged device-data pipeline (and size of each pinned staging buffer)",
+     [](const Config &c) { return num(c.gpu_chunk); }},
+    {"MPIX_GPU_PIPELINE", "4", "chunks of one staged transfer in flight at once (copy/network overlap)",
+     [](const Config &c) { return num(c.gpu_pipeline); }},
     {"MPIX_GPU_PINNED_SLOTS", "0",
      "pinned staging buffers (MPIX_GPU_CHUNK bytes each) a rank may allocate per direction; 0: as many as the "
      "transfers in flight need. Beyond it, or when pinning fails, chunks are staged through pageable memory "
-     "(slower, still correct)"},
+     "(slower, still correct)",
+     [](const Config &c) { return num(c.gpu_pinned_slots); }},
     {"MPIX_GPU_IPC_CACHE", "256",
      "peer GPU allocations kept mapped by CUDA IPC (least recently used closed beyond; 0: close after each "
-     "transfer). A mapping keeps the sender's freed memory allocated until closed"},
+     "transfer). A mapping keeps the sender's freed memory allocated until closed",
+     [](const Config &c) { return num(c.gpu_ipc_cache); }},
     {"MPIX_GPU_MATCH_THRESHOLD", "131072",
      "entries (arrivals + receives) from which an unordered region's batch is matched on the GPU instead of the "
-     "CPU (measured crossover on an H200: bench/RESULTS.md); 0: never on the GPU"},
+     "CPU (measured crossover on an H200: bench/RESULTS.md); 0: never on the GPU",
+     [](const Config &c) { return num(c.gpu_match_threshold); }},
     {"MPIX_DEVICE_PATH", "auto",
      "device-callable send/recv: auto: GPU to GPU through CUDA-IPC mailboxes when every rank of the "
      "communicator is on this node, else the proxy path; proxy: always through the progress thread and MPI "
-     "(host MPI calls then match device calls)"},
+     "(host MPI calls then match device calls)",
+     [](const Config &c) { return word(c.device_proxy ? "proxy" : "auto"); }},
     {"MPIX_DEVICE_TABLE", "8192",
      "device send/recv: message-table buckets per source (8 messages each) in the receiver's GPU memory; a "
-     "full table makes sends wait"},
+     "full table makes sends wait",
+     [](const Config &c) { return num(c.device_table); }},
     {"MPIX_DEVICE_KEYS", "65536",
      "device send/recv: distinct (peer, tag) pairs with tags from 4096 on that a device handle can number on "
-     "each side (smaller tags have counters of their own); beyond them calls return MPIX_DEVICE_ERR_KEYS"},
+     "each side (smaller tags have counters of their own); beyond them calls return MPIX_DEVICE_ERR_KEYS",
+     [](const Config &c) { return num(c.device_keys); }},
     {"MPIX_DEVICE_CHANNELS", "32",
-     "device send/recv: payload rings per source (a tag's messages above 32 bytes use ring hash(tag))"},
-    {"MPIX_DEVICE_RING", "64", "device send/recv: staging blocks per payload ring"},
-    {"MPIX_DEVICE_SLOT_BYTES", "16384", "device send/recv: bytes per staging block (a multiple of 256)"},
+     "device send/recv: payload rings per source (a tag's messages above 32 bytes use ring hash(tag))",
+     [](const Config &c) { return num(c.device_channels); }},
+    {"MPIX_DEVICE_RING", "64", "device send/recv: staging blocks per payload ring",
+     [](const Config &c) { return num(c.device_ring); }},
+    {"MPIX_DEVICE_SLOT_BYTES", "16384", "device send/recv: bytes per staging block (a multiple of 256)",
+     [](const Config &c) { return num(c.device_slot_bytes); }},
     {"MPIX_DEVICE_PROXY_QUEUE", "4096",
      "device send/recv, proxy path: descriptors in the queue to the progress thread; size it above the receives "
-     "a rank keeps outstanding"},
+     "a rank keeps outstanding",
+     [](const Config &c) { return num(c.device_proxy_queue); }},
     {"MPIX_DEVICE_PROXY_INLINE", "256",
-     "device send/recv, proxy path: messages up to this many bytes go through a bounce buffer per descriptor"},
+     "device send/recv, proxy path: messages up to this many bytes go through a bounce buffer per descriptor",
+     [](const Config &c) { return num(c.device_proxy_inline); }},
     {"MPIX_DEVICE_PROXY_HOSTMEM", "0",
-     "1: the proxy queue in plain host memory (host threads post: tests without a GPU)"},
+     "1: the proxy queue in plain host memory (host threads post: tests without a GPU)",
+     [](const Config &c) { return num(c.device_proxy_hostmem); }},
 };
 
 template <class T>

@@ -41,10 +41,22 @@ struct Config {
   bool device_proxy_hostmem;  // MPIX_DEVICE_PROXY_HOSTMEM
 };
 
+// A setting's value in force, as MPI_T control variables show it: a number,
+// or (settings spelled as words) the word that names the behaviour chosen,
+// so that an alias ("1" for "on") reads as what it selects.
+struct ConfigValue {
+  bool is_word;
+  long number;
+  const char *word;
+};
+
 struct ConfigVar {
   const char *name;
   const char *default_value;
   const char *help;
+  // Kept beside the name so that a new setting cannot be added without
+  // saying how tools read it (src/mpit.cc).
+  ConfigValue (*value)(const Config &c);
 };
 
 // The table of variables; count in *n.

@@ -1,18 +1,51 @@
-// mpix_info: what this mpix was built with and every MPIX_* variable with its
-// current value, default and meaning. Needs no MPI_Init.
+// mpix_info: what this mpix was built with, every MPIX_* variable with its
+// current value, default and meaning, and the MPI_T variables mpix adds.
+// Needs no MPI_Init.
 #include <cstdio>
 #include <cstring>
 
 #include "config.h"
 #include "device/gpu.h"
+#include "mpit_vars.h"
 #include "mpix.h"
 #include "progress/transport.h"
 
+namespace {
+
+// What MPI_T_cvar_get_info and MPI_T_pvar_get_info report (src/mpit.cc).
+void print_mpit() {
+  int n = 0;
+  const mpix::ConfigVar *c = mpix::config_vars(&n);
+  const mpix::Config in_force = [] {
+    char ignored[8];
+    return mpix::config_from_env(ignored, sizeof ignored);
+  }();
+  std::printf("# MPI_T control variables (read-only, no object; after the MPI library's own):\n");
+  for (int i = 0; i < n; ++i)
+    std::printf("cvar %-26s %-18s %s\n", c[i].name,
+                c[i].value(in_force).is_word ? "char" : "unsigned long long",
+                c[i].help);
+  const mpix::mpit::Pvar *p = mpix::mpit::pvars(&n);
+  std::printf("# MPI_T performance variables (unsigned long long, no object, continuous):\n");
+  for (int i = 0; i < n; ++i)
+    std::printf("pvar %-32s %-13s %s\n", p[i].name, mpix::mpit::class_name(p[i].var_class), p[i].desc);
+}
+
+}  // namespace
+
 int main(int argc, char **argv) {
   const bool vars_only = argc > 1 && std::strcmp(argv[1], "-c") == 0;
-  if (argc > 1 && !vars_only) {
-    std::fprintf(stderr, "usage: %s [-c]\n  -c  print only the MPIX_* variables\n", argv[0]);
+  const bool mpit_only = argc > 1 && std::strcmp(argv[1], "-t") == 0;
+  if (argc > 2 || (argc > 1 && !vars_only && !mpit_only)) {
+    std::fprintf(stderr,
+                 "usage: %s [-c | -t]\n  -c  print only the MPIX_* variables\n"
+                 "  -t  print only the MPI_T variables mpix adds\n",
+                 argv[0]);
     return 2;
+  }
+  if (mpit_only) {
+    print_mpit();
+    return 0;
   }
   if (!vars_only) {
     char version[MPIX_MAX_LIBRARY_VERSION_STRING];
@@ -31,5 +64,6 @@ int main(int argc, char **argv) {
     }
   }
   mpix::config_print(stdout, "");
+  if (!vars_only) print_mpit();
   return 0;
 }

@@ -109,6 +109,28 @@ std::unique_lock<std::mutex> engine_lock() { return std::unique_lock<std::mutex>
 std::mutex &engine_mutex() { return g_engine_mutex; }
 bool receives_pending() { return g_receives_pending.load(std::memory_order_relaxed) > 0; }
 
+namespace {
+// What detached communicators' matchers did (under the engine lock).
+MatchTotals &detached_totals() {
+  static MatchTotals t;
+  return t;
+}
+}  // namespace
+
+MatchTotals match_totals() {
+  MatchTotals t = detached_totals();
+  for (const auto &c : attached()) {
+    const match::Stats s = c->matcher_->stats();
+    t.matches += s.matches;
+    // Arrivals collected in an open region wait for a receive as much as
+    // those in the matcher do.
+    t.unexpected_now += s.unexpected_depth + c->region_arrivals_.size();
+    t.posted_now += c->receives_waiting_;
+    t.unexpected_max = std::max<std::uint64_t>(t.unexpected_max, s.max_unexpected_depth);
+  }
+  return t;
+}
+
 void P2PComm::receive_queued() {
   ++receives_waiting_;
   g_receives_pending.fetch_add(1, std::memory_order_relaxed);
@@ -564,6 +586,10 @@ void P2PComm::detach() {
   region_arrivals_.clear();
   region_receives_.clear();
   if (matcher_) {
+    const match::Stats s = matcher_->stats();
+    MatchTotals &gone = detached_totals();
+    gone.matches += s.matches;
+    gone.unexpected_max = std::max<std::uint64_t>(gone.unexpected_max, s.max_unexpected_depth);
     match::Drained left = matcher_->drain();
     for (const match::Entry &e : left.unexpected) drop(reinterpret_cast<Message *>(e.cookie));
   }

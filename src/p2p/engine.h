@@ -63,6 +63,9 @@ struct Message {
   }
 };
 
+struct MatchTotals;
+MatchTotals match_totals();
+
 class P2PComm final : public CommState, public progress::ArrivalSink, public std::enable_shared_from_this<P2PComm> {
  public:
   // A communicator whose assertions are only recorded (MPI_Comm_set_info):
@@ -197,6 +200,7 @@ class P2PComm final : public CommState, public progress::ArrivalSink, public std
   void region_queue_arrival(const match::BatchItem &a);
   void region_queue_receive(const match::BatchItem &r);
   void keep_unexpected(Message &m);
+  friend MatchTotals match_totals();
 };
 
 // MPI_Finalize, before requests go: progresses until no message is on its
@@ -223,6 +227,18 @@ std::unique_lock<std::mutex> engine_lock();
 std::mutex &engine_mutex();
 // Whether any posted receive waits in a matcher (no lock needed).
 bool receives_pending();
+
+// Matching over the whole process, for MPI_T's performance variables:
+// every handled communicator now, plus what detached ones did (so that a
+// counter never goes back when a communicator is freed). Caller holds the
+// engine lock.
+struct MatchTotals {
+  std::uint64_t matches = 0;         // receives paired with messages by the matchers
+  std::uint64_t unexpected_now = 0;  // messages waiting for a receive
+  std::uint64_t posted_now = 0;      // receives waiting for a message
+  std::uint64_t unexpected_max = 0;  // deepest unexpected queue of one communicator
+};
+MatchTotals match_totals();
 
 
 // Tunables, set at MPI_Init from mpix::Config (whose defaults are in

@@ -54,3 +54,9 @@ test_mpi_exit_nofinalize_SOURCES = test/mpi/exit_nofinalize.c test/mpi/mtest.h
 test_mpi_exit_nofinalize_CFLAGS = $(MPIX_MPI_TEST_CFLAGS)
 test_mpi_exit_nofinalize_LDADD = $(MPIX_MPI_TEST_LDADD)
 test_mpi_exit_nofinalize_LDFLAGS = -no-install
+# MPI_T: mpix's control and performance variables beside the MPI library's.
+check_PROGRAMS += test/mpi/mpit
+test_mpi_mpit_SOURCES = test/mpi/mpit.c test/mpi/mtest.h
+test_mpi_mpit_CFLAGS = $(MPIX_MPI_TEST_CFLAGS)
+test_mpi_mpit_LDADD = $(MPIX_MPI_TEST_LDADD)
+test_mpi_mpit_LDFLAGS = -no-install

@@ -84,6 +84,31 @@ TEST_F(ConfigTest, ValuesAreRead) {
   EXPECT_EQ(c.device_ring, 64);
 }
 
+// MPI_T shows each setting's value in force (ConfigVar::value): with nothing
+// set, exactly the default the table documents.
+TEST_F(ConfigTest, MpiTValueOfDefaultIsTheDefault) {
+  const mpix::Config c = read();
+  for (const auto &var : vars_) {
+    ASSERT_NE(var.value, nullptr) << var.name;
+    const mpix::ConfigValue v = var.value(c);
+    EXPECT_EQ(v.is_word ? std::string(v.word) : std::to_string(v.number), var.default_value) << var.name;
+  }
+}
+
+TEST_F(ConfigTest, MpiTValueFollowsTheEnvironment) {
+  setenv("MPIX_EAGER_LIMIT", "4096", 1);
+  setenv("MPIX_GPU", "0", 1);  // an alias reads as the word it selects
+  setenv("MPIX_TRANSPORT", "ucx", 1);
+  setenv("MPIX_DEVICE_RING", "100", 1);  // what runs: rounded down
+  const mpix::Config c = read();
+  std::map<std::string, mpix::ConfigValue> v;
+  for (const auto &var : vars_) v[var.name] = var.value(c);
+  EXPECT_EQ(v["MPIX_EAGER_LIMIT"].number, 4096);
+  EXPECT_STREQ(v["MPIX_GPU"].word, "off");
+  EXPECT_STREQ(v["MPIX_TRANSPORT"].word, "ucx");
+  EXPECT_EQ(v["MPIX_DEVICE_RING"].number, 64);
+}
+
 // README.md's "Environment variables" table: rows "| `A`, `B` | a, b | ...".
 std::map<std::string, std::string> readme_defaults(std::string *problem) {
   std::ifstream in(MPIX_SRCDIR "/README.md");

@@ -1,0 +1,129 @@
+#include "mpit_vars.h"
+
+#include <mpi.h>
+
+#include "p2p/engine.h"
+#include "p2p/gpu_path.h"
+#include "p2p/region_batch.h"
+#include "progress/transport.h"
+#include "progress/wire.h"
+#include "runtime.h"
+
+namespace mpix::mpit {
+namespace {
+
+constexpr int kCounter = MPI_T_PVAR_CLASS_COUNTER;
+constexpr int kLevel = MPI_T_PVAR_CLASS_LEVEL;
+constexpr int kHigh = MPI_T_PVAR_CLASS_HIGHWATERMARK;
+
+// Names are lowercase, unlike the MPIX_* control variables: a tool that
+// lists both sees at once which are settings and which are measurements.
+const Pvar kPvars[] = {
+    {"mpix_matches", kCounter,
+     "receives matched with messages by mpix's engine on handled communicators (hash-table matcher and "
+     "unordered-region batches)",
+     &Sample::matches},
+    {"mpix_unexpected_depth", kLevel,
+     "messages that arrived on handled communicators and wait for a receive, now, all communicators",
+     &Sample::unexpected_now},
+    {"mpix_posted_depth", kLevel, "receives posted on handled communicators that wait for a message, now",
+     &Sample::posted_now},
+    {"mpix_unexpected_depth_max", kHigh,
+     "deepest unexpected-message queue one handled communicator has had since MPI_Init",
+     &Sample::unexpected_max},
+    {"mpix_eager_sends", kCounter,
+     "messages sent eagerly (envelope and payload together; MPIX_EAGER_LIMIT), either transport",
+     &Sample::eager_sent},
+    {"mpix_rendezvous_sends", kCounter,
+     "messages sent by rendezvous (payload moved after the match), either transport", &Sample::rendezvous_sent},
+    {"mpix_arrivals", kCounter, "envelopes that arrived from the transport on handled communicators",
+     &Sample::arrivals},
+    {"mpix_sync_acks", kCounter, "ucx transport: eager synchronous sends acknowledged at the match",
+     &Sample::sync_acks},
+    {"mpix_credit_stalls", kCounter,
+     "ucx transport: eager sends turned rendezvous because the receiver held its window of unexpected data",
+     &Sample::credit_stalls},
+    {"mpix_region_batches", kCounter, "unordered-region batches matched (CPU and GPU)", &Sample::region_batches},
+    {"mpix_region_gpu_batches", kCounter,
+     "unordered-region batches matched on the GPU (MPIX_GPU_MATCH_THRESHOLD entries or more)",
+     &Sample::region_gpu_batches},
+    {"mpix_region_pairs_cpu", kCounter, "pairs matched by unordered-region batches on the CPU",
+     &Sample::region_pairs_cpu},
+    {"mpix_region_pairs_gpu", kCounter, "pairs matched by unordered-region batches on the GPU",
+     &Sample::region_pairs_gpu},
+    {"mpix_region_sequential", kCounter,
+     "unordered-region entries matched one by one (their key already queued in the matcher)",
+     &Sample::region_sequential},
+    {"mpix_gpu_eager", kCounter,
+     "device-buffer messages moved eagerly through host memory, counted where a device buffer was sent from or "
+     "received into (MPIX_GPU_EAGER_LIMIT)",
+     &Sample::gpu_eager},
+    {"mpix_gpu_ipc", kCounter, "device-buffer rendezvous sends moved by CUDA IPC (GPUs of one node)",
+     &Sample::gpu_ipc},
+    {"mpix_gpu_staged", kCounter,
+     "device-buffer rendezvous sends staged through host memory in chunks (MPIX_GPU_CHUNK)", &Sample::gpu_staged},
+    {"mpix_gpu_host_rendezvous", kCounter, "host-buffer rendezvous messages received into a device buffer",
+     &Sample::gpu_host_rendezvous},
+    {"mpix_gpu_pageable_chunks", kCounter,
+     "staged chunks that went through pageable memory (no pinned slot: MPIX_GPU_PINNED_SLOTS)",
+     &Sample::gpu_pageable},
+    {"mpix_stream_ops_gpu", kCounter, "*_enqueue operations run by kernels on the GPU stream",
+     &Sample::stream_gpu_run},
+    {"mpix_stream_ops_host", kCounter, "*_enqueue operations driven by the host progress thread",
+     &Sample::stream_host_driven},
+    {"mpix_malformed_dropped", kCounter,
+     "messages from peers dropped because their envelope or descriptor did not decode", &Sample::malformed},
+};
+
+}  // namespace
+
+const Pvar *pvars(int *n) {
+  *n = static_cast<int>(sizeof(kPvars) / sizeof(kPvars[0]));
+  return kPvars;
+}
+
+Sample sample_now() {
+  Sample s{};
+  // The counters are written under the engine lock (by the application's
+  // calls, the liveness thread and the progress thread): read them there.
+  auto lock = p2p::engine_lock();
+  const p2p::MatchTotals m = p2p::match_totals();
+  const progress::TransportStats t = progress::transport_stats();
+  const p2p::RegionBatchStats r = p2p::region_batch_stats();
+  const p2p::GpuStats g = p2p::gpu_stats();
+  lock.unlock();
+  s.matches = m.matches + r.pairs_cpu + r.pairs_gpu;
+  s.unexpected_now = m.unexpected_now;
+  s.posted_now = m.posted_now;
+  s.unexpected_max = m.unexpected_max;
+  s.eager_sent = t.eager_sent;
+  s.rendezvous_sent = t.rendezvous_sent;
+  s.arrivals = t.arrivals;
+  s.sync_acks = t.sync_acks;
+  s.credit_stalls = t.credit_stalls;
+  s.region_batches = r.batches;
+  s.region_gpu_batches = r.gpu_batches;
+  s.region_pairs_cpu = r.pairs_cpu;
+  s.region_pairs_gpu = r.pairs_gpu;
+  s.region_sequential = r.sequential;
+  s.gpu_eager = g.eager;
+  s.gpu_ipc = g.ipc;
+  s.gpu_staged = g.staged;
+  s.gpu_host_rendezvous = g.host_rendezvous;
+  s.gpu_pageable = g.pageable;
+  s.stream_gpu_run = stream_stats().gpu_run.load(std::memory_order_relaxed);
+  s.stream_host_driven = stream_stats().host_driven.load(std::memory_order_relaxed);
+  s.malformed = progress::malformed_messages();
+  return s;
+}
+
+const char *class_name(int var_class) {
+  switch (var_class) {
+    case kCounter: return "counter";
+    case kLevel: return "level";
+    case kHigh: return "highwatermark";
+    default: return "?";
+  }
+}
+
+}  // namespace mpix::mpit
