@@ -124,6 +124,14 @@ run_testlist() {  # LOGDIR TESTLIST [make check arguments...]
 }
 
 check_rc=0 san_fail=0
+# The entries of the GPU testlist whose program matches a pattern, alone.
+run_sublist() {  # NAME PATTERN TIMEOUT
+  grep -E "^$2" test/gpu/testlist >"test/gpu/testlist-$1"
+  mps_start
+  MPIX_TEST_TIMEOUT=$3 run_testlist "$OUT/$1-logs" "test/gpu/testlist-$1" MPIX_UNIT_TESTS= 2>&1 |
+    tee "$OUT/$1-check.log" | grep --line-buffered -E '^(PASS|FAIL|SKIP)|passed'
+  [ "${PIPESTATUS[0]}" = 0 ] || check_rc=1
+}
 if has_stage tests || has_stage gpu-tests; then
 log "make check"
 mps_start
@@ -218,11 +226,7 @@ fi
 fi
 if has_stage stream; then
 log "stream-triggered operations (issue 16): stream_* tests, sanitizers, enqueue and Jacobi benchmarks, both paths"
-grep -E '^stream_' test/gpu/testlist >test/gpu/testlist-stream
-mps_start
-MPIX_TEST_TIMEOUT=120 run_testlist "$OUT/stream-logs" test/gpu/testlist-stream MPIX_UNIT_TESTS= 2>&1 |
-  tee "$OUT/stream-check.log" | grep --line-buffered -E '^(PASS|FAIL|SKIP)|passed'
-[ "${PIPESTATUS[0]}" = 0 ] || check_rc=1
+run_sublist stream stream_ 120
 for path in auto host; do
   MPIX_STREAM_PATH=$path timeout 90 "$MPIEXEC" -n 2 bench/bench_stream -m 67108864 >"$OUT/bench_stream_$path.txt" 2>&1 ||
     { echo "bench_stream ($path) failed (exit $?)"; bench_fail=1; }
@@ -254,11 +258,7 @@ done
 fi
 if has_stage stream-tests; then
   log "stream_* entries of the GPU testlist only"
-  grep -E '^stream_' test/gpu/testlist >test/gpu/testlist-stream
-  mps_start
-  MPIX_TEST_TIMEOUT=60 run_testlist "$OUT/stream-logs" test/gpu/testlist-stream MPIX_UNIT_TESTS= 2>&1 |
-    tee "$OUT/stream-check.log" | grep --line-buffered -E '^(PASS|FAIL|SKIP)|passed'
-  [ "${PIPESTATUS[0]}" = 0 ] || check_rc=1
+  run_sublist stream stream_ 60
 fi
 if has_stage stream-bench; then
   log "benchmark: enqueue ping-pong, small messages (beside bench-dev's device-initiated rows and NVSHMEM)"
@@ -277,11 +277,7 @@ if has_stage bench-match; then
 fi
 if has_stage dev-tests; then
 log "device send/recv tests (dev_* of the GPU testlist) + memcheck/racecheck"
-grep -E '^dev_' test/gpu/testlist >test/gpu/testlist-dev
-mps_start
-MPIX_TEST_TIMEOUT=100 run_testlist "$OUT/dev-logs" test/gpu/testlist-dev MPIX_UNIT_TESTS= 2>&1 |
-  tee "$OUT/dev-check.log" | grep --line-buffered -E '^(PASS|FAIL|SKIP)|passed'
-[ "${PIPESTATUS[0]}" = 0 ] || check_rc=1
+run_sublist dev dev_ 100
 mps_stop  # compute-sanitizer does not support MPS clients
 # Two ranks under memcheck (time-sliced on one GPU without MPS: small
 # sizes), IPC and proxy paths: every phase named as it starts.
