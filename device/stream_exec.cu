@@ -43,8 +43,6 @@ __device__ void note_result(ExecResult *r, std::uint64_t bytes, int status) {
   if (r == nullptr) return;
   r->bytes = bytes;
   r->status = status;
-  __threadfence_system();
-  r->written = 1;
 }
 
 // Threads for a block that copies `bytes`: a warp for what fits a table
@@ -633,7 +631,6 @@ Status StreamExec::recv(void *buf, std::size_t bytes, int peer, int tag, std::ui
                             ExecResult *out) {
   Impl &m = *impl_;
   if (!m.current()) return Status::kCudaError;
-  if (out != nullptr) out->written = 0;
   // Wide by the receive buffer: a message as long (or longer: truncated)
   // comes in as many chunks; a shorter one leaves blocks with nothing to do.
   const std::uint32_t chunks = bytes <= MPIXD_INLINE ? 0 : static_cast<std::uint32_t>((bytes + m.h.slot_bytes - 1) / m.h.slot_bytes);
@@ -667,8 +664,6 @@ Status StreamExec::wait(const std::vector<DeviceRequest> &reqs, const std::vecto
   const int n = static_cast<int>(reqs.size());
   if (n == 0) return Status::kOk;
   if (!m.current()) return Status::kCudaError;
-  for (ExecResult *r : results)
-    if (r != nullptr) r->written = 0;
   // A block per request up to kWaitBlocks (small enough to be resident
   // beside the peer's kernels: blocks that wait keep their SMs).
   const unsigned blocks = static_cast<unsigned>(std::min(n, kWaitBlocks));

@@ -24,7 +24,6 @@ namespace mpix::gpu {
 struct ExecResult {
   volatile std::uint64_t bytes;  // the message's size
   volatile std::int32_t status;  // MPIX_DEVICE_SUCCESS or MPIX_DEVICE_ERR_*
-  volatile std::uint32_t written;
 };
 
 // The first failure a kernel of this stream saw (host-mapped; 0: none).

@@ -55,8 +55,6 @@ class KernelComm {
   int wait(const std::vector<std::shared_ptr<EnqRequest>> &reqs, const std::vector<MPI_Status *> &outs,
            std::vector<StatusFill> *fills, const char *func);
 
-  gpu::StreamExec &exec() { return *exec_; }
-
  private:
   KernelComm() = default;
   int launch_failed(MPI_Comm comm, const char *func);

@@ -34,6 +34,19 @@ namespace mpix_test {
     if (e_ != cudaSuccess) mpix_test::cuda_failed(__FILE__, __LINE__, #x, e_); \
   } while (0)
 
+// CHECK(cond, fmt, ...): a failed check names itself, its place and the
+// rank, and counts in the test's own `errors` (the test defines `errors` and
+// `g_rank`); the test goes on, and reports the total at the end.
+#define CHECK(cond, ...)                                                                  \
+  do {                                                                                    \
+    if (!(cond)) {                                                                        \
+      std::fprintf(stderr, "[rank %d] %s:%d: %s: ", g_rank, __FILE__, __LINE__, #cond); \
+      std::fprintf(stderr, __VA_ARGS__);                                                  \
+      std::fprintf(stderr, "\n");                                                         \
+      ++errors;                                                                           \
+    }                                                                                     \
+  } while (0)
+
 namespace mpix_test {
 
 // Makes GPU rank % device_count current; returns it, or -1 without a GPU.

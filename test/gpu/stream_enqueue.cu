@@ -28,15 +28,6 @@ int errors = 0;
 int g_rank = 0;
 int g_size = 1;
 
-#define CHECK(cond, ...)                                                  \
-  do {                                                                    \
-    if (!(cond)) {                                                        \
-      std::fprintf(stderr, "[rank %d] %s:%d: %s: ", g_rank, __FILE__, __LINE__, #cond); \
-      std::fprintf(stderr, __VA_ARGS__);                                  \
-      std::fprintf(stderr, "\n");                                         \
-      ++errors;                                                           \
-    }                                                                     \
-  } while (0)
 
 __global__ void fill(unsigned *buf, unsigned n, unsigned round) {
   for (unsigned i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x)

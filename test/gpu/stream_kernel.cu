@@ -31,15 +31,6 @@ int g_rank = 0;
 int g_size = 1;
 bool g_gpu_path = true;
 
-#define CHECK(cond, ...)                                                                  \
-  do {                                                                                    \
-    if (!(cond)) {                                                                        \
-      std::fprintf(stderr, "[rank %d] %s:%d: %s: ", g_rank, __FILE__, __LINE__, #cond); \
-      std::fprintf(stderr, __VA_ARGS__);                                                  \
-      std::fprintf(stderr, "\n");                                                         \
-      ++errors;                                                                           \
-    }                                                                                     \
-  } while (0)
 
 __global__ void fill(unsigned char *buf, std::size_t n, unsigned seed) {
   for (std::size_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x)
