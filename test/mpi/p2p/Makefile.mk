@@ -138,3 +138,9 @@ test_mpi_p2p_self_rendezvous_SOURCES = test/mpi/p2p/self_rendezvous.c
 test_mpi_p2p_self_rendezvous_CFLAGS = $(MPIX_CFLAGS) -I$(top_srcdir)/test/mpi
 test_mpi_p2p_self_rendezvous_LDADD = src/libmpix.la $(MPI_LIBS)
 test_mpi_p2p_self_rendezvous_LDFLAGS = -no-install
+
+check_PROGRAMS += test/mpi/p2p/comm_idup
+test_mpi_p2p_comm_idup_SOURCES = test/mpi/p2p/comm_idup.c
+test_mpi_p2p_comm_idup_CFLAGS = $(MPIX_CFLAGS) -I$(top_srcdir)/test/mpi
+test_mpi_p2p_comm_idup_LDADD = src/libmpix.la $(MPI_LIBS)
+test_mpi_p2p_comm_idup_LDFLAGS = -no-install
