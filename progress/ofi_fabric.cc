@@ -166,8 +166,9 @@ bool Fabric::start(const TransportConfig &config, const std::string &requested, 
       choice.addr_format = i->addr_format;
       choice.found = 1;
     } else {
-      std::snprintf(why, why_len, "no libfabric provider fits (MPIX_OFI_PROVIDER=%s, FI_PROVIDER=%s; %s)",
-                    requested.c_str(), std::getenv("FI_PROVIDER") ? std::getenv("FI_PROVIDER") : "unset",
+      const char *filter = std::getenv("FI_PROVIDER");
+      std::snprintf(why, why_len, "no libfabric provider fits (MPIX_OFI_PROVIDER=%s, FI_PROVIDER %s%s; %s)",
+                    requested.c_str(), filter != nullptr ? "=" : "not set", filter != nullptr ? filter : "",
                     node_size == size ? "one node" : "several nodes: shm alone does not reach them");
     }
   }
