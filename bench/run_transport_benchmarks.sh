@@ -10,22 +10,27 @@
 #   ucx-tcp   UCX_TLS=tcp,self for MPICH and mpix alike (UCX's network
 #             path on one host; two ranks: MPICH 4.0.2 with tcp hangs in
 #             MPI_Finalize from three ranks on, natively)
+#   ofi-shm   MPIX_TRANSPORT=ofi FI_PROVIDER=shm (libfabric's shared-memory
+#             provider; MPICH keeps its own UCX shared memory)
+#   ofi-tcp   MPIX_TRANSPORT=ofi FI_PROVIDER=tcp (tcp;ofi_rxm) against MPICH
+#             over UCX_TLS=tcp,self: both on TCP
 #
 # Usage: bench/run_transport_benchmarks.sh [-o DIR] [-q] [-t LIST] [LIBMPIX]
 #   -o DIR   results (default: a new mktemp -d /tmp/mpix-transports.XXXXXX);
 #            DIR/<row>/ holds each run's CSV, logs and summaries
 #   -q       quick smoke run (run_p2p_benchmarks.sh -q)
-#   -t LIST  rows to run (default ucx,pmpi,ucx-tcp)
+#   -t LIST  rows to run (default ucx,pmpi,ucx-tcp,ofi-shm,ofi-tcp; a row
+#            whose transport is not built fails at MPI_Init)
 # Environment: as bench/run_p2p_benchmarks.sh (MPICC, MPIEXEC, BIND2, ...).
 set -uo pipefail
 SRC=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-out="" quick="" rows="ucx,pmpi,ucx-tcp"
+out="" quick="" rows="ucx,pmpi,ucx-tcp,ofi-shm,ofi-tcp"
 while getopts "o:qt:h" opt; do
     case $opt in
     o) out=$OPTARG ;;
     q) quick=-q ;;
     t) rows=$OPTARG ;;
-    *) sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     esac
 done
 shift $((OPTIND - 1))
@@ -45,8 +50,10 @@ row() {  # NAME BENCHMARKS ENV...
 row ucx matching,pingpong,unordered MPIX_TRANSPORT=ucx
 row pmpi matching,pingpong MPIX_TRANSPORT=pmpi
 row ucx-tcp matching,pingpong MPIX_TRANSPORT=ucx UCX_TLS=tcp,self
+row ofi-shm matching,pingpong MPIX_TRANSPORT=ofi FI_PROVIDER=shm
+row ofi-tcp matching,pingpong MPIX_TRANSPORT=ofi FI_PROVIDER=tcp UCX_TLS=tcp,self
 
-for name in ucx pmpi ucx-tcp; do
+for name in ucx pmpi ucx-tcp ofi-shm ofi-tcp; do
     [ -d "$out/$name" ] || continue
     for t in "$out/$name"/summary_*.txt; do
         [ -f "$t" ] || continue

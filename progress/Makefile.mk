@@ -4,7 +4,7 @@ src_libmpixcore_la_SOURCES += progress/inflight.cc progress/inflight.h
 src_libmpixcore_la_SOURCES += progress/thread.cc progress/thread.h
 # Datatype layouts, packing (the protocol and the transports).
 src_libmpixcore_la_SOURCES += progress/datatype.cc progress/datatype.h
-# Transports under the point-to-point protocol: selection, pmpi, ucx.
+# Transports under the point-to-point protocol: selection, pmpi, ucx, ofi.
 src_libmpixcore_la_SOURCES += progress/transport.cc progress/transport.h \
 	progress/wire.cc progress/wire.h \
 	progress/pmpi_link.cc progress/pmpi_link.h progress/ucx.h
@@ -15,3 +15,12 @@ else
 src_libmpixcore_la_SOURCES += progress/ucx_none.cc
 endif
 src_libmpixcore_la_LIBADD += $(UCX_LIBS)
+src_libmpixcore_la_SOURCES += progress/ofi.h
+if HAVE_OFI
+src_libmpixcore_la_SOURCES += progress/ofi.cc progress/ofi_fabric.cc progress/ofi_fabric.h \
+	progress/ofi_link.cc progress/ofi_link.h progress/ofi_wire.cc progress/ofi_wire.h \
+	progress/ofi_provider.cc progress/ofi_provider.h
+else
+src_libmpixcore_la_SOURCES += progress/ofi_none.cc
+endif
+src_libmpixcore_la_LIBADD += $(OFI_LIBS)

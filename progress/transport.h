@@ -10,6 +10,9 @@
 //         Works on any MPI, pays MPI's per-message cost a second time.
 //   ucx   UCP active messages whose handler hands the envelope straight to
 //         the engine; rendezvous by UCX itself into the user's buffer.
+//   ofi   libfabric FI_MSG frames into receive buffers kept posted, handed
+//         to the engine as the completion queue is read; rendezvous by
+//         fi_read of the sender's registered buffer into the user's.
 //
 // One Link per handled communicator, made by the transport selected at
 // MPI_Init (MPIX_TRANSPORT). Every call happens under the engine lock;
@@ -25,6 +28,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <string>
 
 #include "inflight.h"
 #include "wire.h"
@@ -95,7 +99,7 @@ class Link {
   virtual int poll() = 0;
 };
 
-enum class TransportKind { kAuto, kPmpi, kUcx };
+enum class TransportKind { kAuto, kPmpi, kUcx, kOfi };
 
 // Set at MPI_Init from mpix::Config (defaults: src/config.cc alone).
 struct TransportConfig {
@@ -104,10 +108,12 @@ struct TransportConfig {
   std::size_t unexpected_limit = 0;
   int landing_slots = 0;
   int verbose = 0;
+  std::string ofi_provider = "auto";  // MPIX_OFI_PROVIDER
 };
 
 // MPI_Init: brings up the selected transport. An explicitly requested one
-// that cannot start is an error (message in `why`); auto falls back to pmpi.
+// that cannot start is an error (message in `why`); auto tries ucx and
+// falls back to pmpi (never to ofi: the libfabric transport is asked for).
 int transport_start(const TransportConfig &config, char *why, std::size_t why_len);
 // MPI_Finalize. Envelopes this process handed to the transport and got
 // from it, and operations of its own that will finish without a new receive
@@ -124,8 +130,11 @@ void transport_abandon();
 // MPI_Finalize, after every link is gone: closes connections and shuts
 // the transport down (collective over MPI_COMM_WORLD).
 void transport_stop();
-// The transport in use ("pmpi", "ucx") and, for mpix_info, the compiled ones.
+// The transport in use ("pmpi", "ucx", "ofi") and, for mpix_info, the
+// compiled ones; the provider under it where it has one (ofi: "shm",
+// "tcp;ofi_rxm"), else "".
 const char *transport_name();
+const char *transport_provider();
 const char *transports_built();
 
 // Everything a link needs from its communicator. ctrl/data: the shadow

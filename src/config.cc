@@ -22,9 +22,19 @@ const ConfigVar kVars[] = {
      [](const Config &c) { return word(c.intercept_all ? "all" : "none"); }},
     {"MPIX_TRANSPORT", "auto",
      "what carries handled communicators' messages: ucx (UCP active messages, rendezvous by UCX; needs the "
-     "UCX transport built and usable on every rank), pmpi (the MPI library underneath, a second time), auto "
-     "(ucx when usable, else pmpi); an explicitly named transport that cannot start fails MPI_Init",
-     [](const Config &c) { return word(c.transport == 1 ? "pmpi" : c.transport == 2 ? "ucx" : "auto"); }},
+     "UCX transport built and usable on every rank), ofi (libfabric messages, rendezvous by fi_read; needs the "
+     "libfabric transport built and a provider usable on every rank: MPIX_OFI_PROVIDER), pmpi (the MPI library "
+     "underneath, a second time), auto (ucx when usable, else pmpi); an explicitly named transport that cannot "
+     "start fails MPI_Init",
+     [](const Config &c) {
+       return word(c.transport == 1 ? "pmpi" : c.transport == 2 ? "ucx" : c.transport == 3 ? "ofi" : "auto");
+     }},
+    {"MPIX_OFI_PROVIDER", "auto",
+     "the libfabric provider of MPIX_TRANSPORT=ofi, as fi_info names it (shm, tcp, tcp;ofi_rxm, verbs;ofi_rxm, "
+     "efa, cxi...; a core provider alone matches it under a utility one); auto: shm when every rank is on one "
+     "node, else the first network provider libfabric offers (FI_PROVIDER, libfabric's own variable, filters "
+     "what it offers, for the MPI library too where it uses libfabric)",
+     [](const Config &c) { return word(c.ofi_provider); }},
     {"MPIX_EAGER_LIMIT", "16384",
      "largest message (bytes) sent eagerly with its envelope; larger ones use rendezvous",
      [](const Config &c) { return num(c.eager_limit); }},
@@ -133,6 +143,18 @@ bool parse_pow2(const char *s, long lo, long hi, long *out) {
   return true;
 }
 
+// A libfabric provider name as fi_info prints it ("tcp;ofi_rxm"). The
+// pointer is kept: the environment's strings and the table's defaults
+// outlive every Config.
+bool parse_provider(const char *s, const char **out) {
+  const std::size_t n = std::strlen(s);
+  if (n == 0 || n > 31) return false;
+  for (const char *p = s; *p != '\0'; ++p)
+    if (!((*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') || *p == '_' || *p == ';')) return false;
+  *out = s;
+  return true;
+}
+
 // One of the words, by index into `values` (same length).
 template <class T>
 bool parse_word(const char *s, std::initializer_list<const char *> words, std::initializer_list<T> values, T *out) {
@@ -217,8 +239,10 @@ Config config_from_env(char *errors, int errors_len) {
   r.read("MPIX_VERBOSE", "0, 1 or 2", [&](const char *v) { return parse_int(v, 0, 2, &c.verbose); });
   r.read("MPIX_INTERCEPT", "none or all",
          [&](const char *v) { return parse_word(v, {"none", "all"}, {false, true}, &c.intercept_all); });
-  r.read("MPIX_TRANSPORT", "auto, pmpi or ucx",
-         [&](const char *v) { return parse_word(v, {"auto", "pmpi", "ucx"}, {0, 1, 2}, &c.transport); });
+  r.read("MPIX_TRANSPORT", "auto, pmpi, ucx or ofi",
+         [&](const char *v) { return parse_word(v, {"auto", "pmpi", "ucx", "ofi"}, {0, 1, 2, 3}, &c.transport); });
+  r.read("MPIX_OFI_PROVIDER", "auto or a libfabric provider name (a-z, 0-9, _ and ;)",
+         [&](const char *v) { return parse_provider(v, &c.ofi_provider); });
   r.read("MPIX_EAGER_LIMIT", "0 .. 67108864",
          [&](const char *v) { return parse_int(v, 0, 1L << 26, &c.eager_limit); });
   r.read("MPIX_LANDING_SLOTS", "1 .. 4096", [&](const char *v) { return parse_int(v, 1, 4096, &c.landing_slots); });

@@ -13,7 +13,8 @@ namespace mpix {
 struct Config {
   int verbose;                // MPIX_VERBOSE
   bool intercept_all;         // MPIX_INTERCEPT
-  int transport;              // MPIX_TRANSPORT: 0 auto, 1 pmpi, 2 ucx
+  int transport;              // MPIX_TRANSPORT: 0 auto, 1 pmpi, 2 ucx, 3 ofi
+  const char *ofi_provider;   // MPIX_OFI_PROVIDER (the environment's string or the table's default)
   long eager_limit;           // MPIX_EAGER_LIMIT
   int landing_slots;          // MPIX_LANDING_SLOTS
   long unexpected_limit;      // MPIX_UNEXPECTED_LIMIT

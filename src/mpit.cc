@@ -30,7 +30,7 @@ namespace {
 
 // MPI_CHAR control variables (settings spelled as words): room for the
 // longest word and its terminator; handle_alloc returns it as the count.
-constexpr int kWordChars = 16;
+constexpr int kWordChars = 32;  // MPIX_OFI_PROVIDER's names: up to 31
 constexpr std::size_t kMaxHandles = 4096;
 
 char g_handle_space[kMaxHandles];

@@ -53,7 +53,7 @@ int main(int argc, char **argv) {
     MPIX_Get_library_version(version, &len);
     std::printf("# %s\n", version);
     // Which transports this build has; MPIX_TRANSPORT picks one at MPI_Init.
-    std::printf("# transports built: %s (MPIX_TRANSPORT=auto: ucx where UCX starts on every rank, else pmpi)\n",
+    std::printf("# transports built: %s (MPIX_TRANSPORT=auto: ucx where UCX starts on every rank, else pmpi; ofi when named)\n",
                 mpix::progress::transports_built());
     const int ngpu = mpix::gpu::device_count();
     std::printf("# GPUs visible: %d\n", ngpu);

@@ -40,8 +40,9 @@ void print_configuration(const char *config_errors) {
   std::fprintf(stderr, "[mpix] ranks %d, thread level %s (MPI library: %s)\n", g_runtime.world_size,
                thread_level_name(g_runtime.thread_provided), thread_level_name(g_runtime.thread_underlying));
   const int ngpu = gpu::device_count();
-  std::fprintf(stderr, "[mpix] transport: %s (built: %s)\n", progress::transport_name(),
-               progress::transports_built());
+  const char *provider = progress::transport_provider();
+  std::fprintf(stderr, "[mpix] transport: %s%s%s (built: %s)\n", progress::transport_name(),
+               provider[0] != '\0' ? ", provider " : "", provider, progress::transports_built());
   std::fprintf(stderr, "[mpix] GPUs visible to rank 0: %d\n", ngpu);
   for (int d = 0; d < ngpu; ++d) {
     char desc[256];
@@ -159,7 +160,9 @@ int runtime_start(int thread_provided, int thread_underlying) {
   progress::TransportConfig transport;
   transport.kind = g_runtime.config.transport == 1   ? progress::TransportKind::kPmpi
                    : g_runtime.config.transport == 2 ? progress::TransportKind::kUcx
+                   : g_runtime.config.transport == 3 ? progress::TransportKind::kOfi
                                                      : progress::TransportKind::kAuto;
+  transport.ofi_provider = g_runtime.config.ofi_provider;
   transport.eager_limit = p2p_config.eager_limit;
   transport.unexpected_limit = p2p_config.unexpected_limit;
   transport.landing_slots = p2p_config.landing_slots;

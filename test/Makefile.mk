@@ -18,15 +18,21 @@ MPIX_TEST_ENV = MPIEXEC="$(MPIEXEC)" MPIEXEC_FLAGS="$(MPIEXEC_FLAGS)" \
 # with UCX_TLS=tcp,self itself hangs in MPI_Finalize at 3 ranks or more).
 MPIX_TRANSPORT_TESTLISTS = test/mpi/testlist test/mpi/p2p/testlist test/mpi/stream/testlist
 MPIX_UCX_TCP = tcp,self
-# Which of those extra passes run: .ci/run keeps only pmpi in its sanitizer
-# builds (their default pass already runs the UCX code, over shared memory)
-# to stay inside its time budget.
-MPIX_TRANSPORT_PASSES = ucx-tcp pmpi
+# The libfabric transport likewise, once with its shm provider and once
+# with tcp (FI_PROVIDER, libfabric's own variable: MPICH here does not use
+# libfabric). Which of those extra passes run: .ci/run keeps only pmpi in
+# its sanitizer builds (their default pass already runs the UCX code, over
+# shared memory) to stay inside its time budget.
+MPIX_TRANSPORT_PASSES = ucx-tcp pmpi ofi-shm ofi-tcp
 MPIX_UCX_BUILT =
 if HAVE_UCX
 MPIX_UCX_BUILT += yes
 endif
-EXTRA_DIST += test/mpi/transport/testlist
+MPIX_OFI_BUILT =
+if HAVE_OFI
+MPIX_OFI_BUILT += yes
+endif
+EXTRA_DIST += test/mpi/transport/testlist test/mpi/transport/testlist.ofi
 
 check-local: all
 	@$(MPIX_TEST_ENV) $(top_srcdir)/test/runtests \
@@ -42,7 +48,11 @@ check-local: all
 	      $(foreach l,$(MPIX_TRANSPORT_TESTLISTS),--testlist $(l)) --noenv) \
 	    $(if $(filter pmpi,$(MPIX_TRANSPORT_PASSES)),--env MPIX_TRANSPORT=pmpi \
 	      $(foreach l,$(MPIX_TRANSPORT_TESTLISTS),--testlist $(l)) --noenv), \
-	    --skip test/mpi/transport "built without UCX (configure --with-ucx)")
+	    --skip test/mpi/transport "built without UCX (configure --with-ucx)") \
+	  $(if $(strip $(MPIX_OFI_BUILT)),--testlist test/mpi/transport/testlist.ofi \
+	    $(foreach p,shm tcp,$(if $(filter ofi-$(p),$(MPIX_TRANSPORT_PASSES)),--env MPIX_TRANSPORT=ofi --env FI_PROVIDER=$(p) \
+	      $(foreach l,$(MPIX_TRANSPORT_TESTLISTS),--testlist $(l)) --noenv)), \
+	    --skip test/mpi/transport/testlist.ofi "built without libfabric (configure --with-ofi)")
 
 # MPICH's own test suite: natively, under LD_PRELOAD, and its pt2pt tests
 # with every communicator carried by the engine (MPIX_INTERCEPT=all), on the

@@ -1,6 +1,7 @@
 // libFuzzer target: the decoders of envelopes from peers (progress/wire.h,
-// progress/ucx_wire.h). The first byte picks the decoder (pmpi landing
-// buffer, UCX message header, UCX control header), the next few its
+// progress/ucx_wire.h, progress/ofi_wire.h). The first byte picks the
+// decoder (pmpi landing buffer, UCX message header, UCX control header,
+// libfabric frame), the next few its
 // limits; the rest is the message, each part in a buffer of its own exact
 // size so that reading past it is an ASan error. What a decoder accepts is
 // used as the transports and the engine use it (the eager payload copied
@@ -14,6 +15,7 @@
 #include <cstring>
 #include <vector>
 
+#include "progress/ofi_wire.h"
 #include "progress/ucx_wire.h"
 #include "progress/wire.h"
 
@@ -93,14 +95,51 @@ void control(const std::uint8_t *data, std::size_t size) {
   if (c.kind == kSyncAck ? c.cookie == 0 || c.credit != 0 : c.kind != kCredit || c.cookie != 0) fail("a control message of another kind");
 }
 
+// A libfabric frame as a receive buffer holds it: the whole message.
+void ofi_frame(const std::uint8_t *data, std::size_t size) {
+  if (size < 2) return;
+  const WireLimits l = limits_of(data[0]);
+  const int world_size = data[1] % 8 + 1, link_size = data[1] / 8 % 8 + 1;
+  const std::vector<std::uint8_t> msg(data + 2, data + size);
+  ofi::Frame f;
+  if (ofi::decode_frame(msg.data(), msg.size(), world_size, &f) != WireError::kOk) return;
+  if (f.kind == ofi::kFrameMessage || f.kind == ofi::kFrameRendezvous) {
+    const ofi::Envelope &e = f.e;
+    if (msg.size() < sizeof e || std::memcmp(&e, msg.data(), sizeof e) != 0) fail("an OFI envelope that is not its bytes");
+    if (e.frame != f.kind) fail("an OFI envelope of another kind");
+    if (e.world < 0 || e.world >= world_size || e.source < 0) fail("an OFI sender out of range");
+    if (e.frame == ofi::kFrameRendezvous) {
+      // The receiver reads (addr, key) and names the cookie in its done.
+      if (msg.size() != sizeof e || f.payload_bytes != 0) fail("an OFI rendezvous with data after it");
+      if (e.cookie == 0) fail("an OFI rendezvous without a cookie");
+    } else {
+      if (e.addr != 0 || e.key != 0) fail("an OFI message naming remote memory");
+      if (e.cookie != 0 && (e.h.flags & kFlagSyncAck) == 0) fail("an OFI cookie without an acknowledged send");
+      if (f.payload != reinterpret_cast<const char *>(msg.data()) + sizeof e || f.payload_bytes != msg.size() - sizeof e)
+        fail("an OFI payload that is not the bytes after the envelope");
+    }
+    if (ofi::check_link_arrival(e, link_size) != WireError::kOk) return;
+    if (e.source >= link_size) fail("an OFI source out of range");
+    if ((e.frame == ofi::kFrameRendezvous) != (e.h.kind == kRendezvous)) fail("an OFI rendezvous of another kind");
+    if (check_header(e.h, f.payload_bytes, l) == WireError::kOk)
+      use(e.h, reinterpret_cast<const std::uint8_t *>(f.payload), f.payload_bytes, l);
+    return;
+  }
+  const ofi::Control &c = f.c;
+  if (msg.size() != sizeof c || std::memcmp(&c, msg.data(), sizeof c) != 0) fail("an OFI control frame that is not its bytes");
+  if (c.frame != f.kind || c.world < 0 || c.world >= world_size || c.reserved != 0) fail("an OFI control frame out of range");
+  if (c.frame == ofi::kFrameCredit ? c.cookie != 0 : c.cookie == 0 || c.credit != 0) fail("an OFI control frame of another kind");
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t *data, std::size_t size) {
   if (size == 0) return 0;
-  switch (data[0] % 3) {
+  switch (data[0] % 4) {
     case 0: landing(data + 1, size - 1); break;
     case 1: message(data + 1, size - 1); break;
-    default: control(data + 1, size - 1); break;
+    case 2: control(data + 1, size - 1); break;
+    default: ofi_frame(data + 1, size - 1); break;
   }
   return 0;
 }

@@ -3,7 +3,8 @@
 {wire,gpu_wire,proxy}): valid encodings, as the senders write them, with
 the selector and limit bytes each target reads first (see the targets'
 comments), plus a few near misses. Layouts: progress/wire.h,
-progress/ucx_wire.h, src/p2p/gpu_wire.h, include/mpix_device/proxy.h.
+progress/ucx_wire.h, progress/ofi_wire.h, src/p2p/gpu_wire.h,
+include/mpix_device/proxy.h.
 Run from the repository root; it replaces those three folders."""
 import hashlib
 import os
@@ -15,6 +16,9 @@ def header(tag, kind, nbytes, data_tag=0, flags=0):
 
 def envelope(h, link=1, source=0, world=0, seq=0, credit=0, cookie=0):
     return struct.pack('<IiiIII', link, source, world, seq, credit, 0) + h + struct.pack('<Q', cookie)
+
+def ofi_envelope(frame, h, link=1, source=0, world=0, seq=0, credit=0, cookie=0, addr=0, key=0):
+    return struct.pack('<IIiiII', frame, link, source, world, seq, credit) + h + struct.pack('<QQQ', cookie, addr, key)
 
 def control(kind, world, credit, cookie):
     return struct.pack('<IiIIQ', kind, world, credit, 0, cookie)
@@ -50,6 +54,15 @@ for c in [control(1, 1, 4096, 0), control(2, 0, 0, 9)]:
     wire.append(bytes([2, 3]) + c)
 wire.append(bytes([0, LIMITS]) + header(5, 1, 4)[:20])              # truncated
 wire.append(bytes([2, 3]) + control(2, 0, 0, 9)[:23])
+# libfabric frames: selector, limits, world size 4 and link size 2, frame
+OFI_SIZES = 3 | 1 << 3
+for f in [ofi_envelope(1, header(5, 1, 4), source=1, world=1, seq=2, credit=64) + b'abcd',
+          ofi_envelope(1, header(9, 1, 3, 0, 1), source=1, world=1, cookie=7) + b'xyz',
+          ofi_envelope(2, header(7, 2, 1 << 20, 3), source=1, world=1, cookie=5, addr=0x7f0000001000, key=42),
+          ofi_envelope(1, header(7, 3, 4096, 3), source=1, world=1) + rts(True),
+          control(3, 1, 4096, 0), control(4, 0, 0, 9), control(5, 2, 0, 5)]:
+    wire.append(bytes([3, LIMITS, OFI_SIZES]) + f)
+wire.append(bytes([3, LIMITS, OFI_SIZES]) + ofi_envelope(2, header(7, 2, 64, 3), cookie=5)[:70])  # truncated
 
 gpu = []
 for r, nbytes in [(rts(True, 1 << 20, 0), 1 << 20), (rts(True, 1 << 20, 4096), 4096), (rts(False, 0, 0), 1 << 30)]:

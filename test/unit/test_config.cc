@@ -20,7 +20,8 @@ std::vector<long> fields(const mpix::Config &c) {
           c.unexpected_limit, c.progress_thread, c.stream_queue_depth, c.stream_host_path, c.gpu,               c.gpu_force_staging,
           c.gpu_eager_limit, c.gpu_chunk,       c.gpu_pipeline,        c.gpu_ipc_cache, c.gpu_pinned_slots,     c.gpu_match_threshold,
           c.device_proxy,    c.device_table,    c.device_keys,         c.device_channels,   c.device_ring,
-          c.device_slot_bytes, c.device_proxy_queue, c.device_proxy_inline, c.device_proxy_hostmem};
+          c.device_slot_bytes, c.device_proxy_queue, c.device_proxy_inline, c.device_proxy_hostmem,
+          static_cast<long>(std::hash<std::string>{}(c.ofi_provider))};
 }
 
 class ConfigTest : public ::testing::Test {
@@ -82,6 +83,20 @@ TEST_F(ConfigTest, ValuesAreRead) {
   EXPECT_EQ(c.eager_limit, 123);
   EXPECT_EQ(c.transport, 1);
   EXPECT_EQ(c.device_ring, 64);
+}
+
+TEST_F(ConfigTest, OfiTransportAndProvider) {
+  setenv("MPIX_TRANSPORT", "ofi", 1);
+  setenv("MPIX_OFI_PROVIDER", "tcp;ofi_rxm", 1);
+  mpix::Config c = read();
+  EXPECT_EQ(c.transport, 3);
+  EXPECT_STREQ(c.ofi_provider, "tcp;ofi_rxm");
+  // Not a provider name: the default stays, and the error says so.
+  setenv("MPIX_OFI_PROVIDER", "tcp ofi_rxm", 1);
+  std::string errors;
+  c = read(&errors);
+  EXPECT_STREQ(c.ofi_provider, "auto");
+  EXPECT_NE(errors.find("MPIX_OFI_PROVIDER"), std::string::npos);
 }
 
 // MPI_T shows each setting's value in force (ConfigVar::value): with nothing
