@@ -20,9 +20,9 @@ MPIX_TRANSPORT_TESTLISTS = test/mpi/testlist test/mpi/p2p/testlist test/mpi/stre
 MPIX_UCX_TCP = tcp,self
 # The libfabric transport likewise, once with its shm provider and once
 # with tcp (FI_PROVIDER, libfabric's own variable: MPICH here does not use
-# libfabric). Which of those extra passes run: .ci/run keeps only pmpi in
-# its sanitizer builds (their default pass already runs the UCX code, over
-# shared memory) to stay inside its time budget.
+# libfabric). Which of those extra passes run: .ci/run's sanitizer builds
+# run none (their default pass already runs the UCX code, over shared
+# memory) to stay inside its time budget.
 MPIX_TRANSPORT_PASSES = ucx-tcp pmpi ofi-shm ofi-tcp
 MPIX_UCX_BUILT =
 if HAVE_UCX
