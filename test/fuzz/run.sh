@@ -51,7 +51,8 @@ for target in matcher wire gpu_wire proxy; do
   cp "$corpus"/* "$scratch"/ 2>/dev/null
   # No leak check: LeakSanitizer's stop-the-world at exit once hung for
   # 37 minutes on a loaded 2-core machine (its tracer and the fuzzer
-  # waiting on each other); the decoders allocate nothing of their own.
+  # waiting on each other); these targets look for crashes, over-reads
+  # and undefined behaviour, which ASan/UBSan still stop at.
   # The time limit turns any other hang into a failure instead of a stuck
   # CI.
   if (cd "$out" && timeout --kill-after=10 $((budget + 120)) "$exe" -max_total_time="$budget" -max_len=4096 \
