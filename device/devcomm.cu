@@ -52,6 +52,12 @@ Status DevComm::connect(const unsigned char *handles) {
   return Status::kOk;
 }
 
+bool DevComm::native_atomics_with(const char *peer_id) const {
+  int peer = -1, v = 0;
+  if (!cuda_ok(cudaDeviceGetByPCIBusId(&peer, peer_id)) || peer == device_) return false;
+  return cuda_ok(cudaDeviceGetP2PAttribute(&v, cudaDevP2PAttrNativeAtomicSupported, device_, peer)) && v != 0;
+}
+
 void DevComm::close_peers() {
   for (void *p : mapped_) ipc_close(p);
   mapped_.clear();

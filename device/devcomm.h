@@ -34,6 +34,9 @@ class DevComm {
   // with equal ids share one GPU, so they synchronise at GPU scope.
   static constexpr std::size_t kGpuIdBytes = 32;
   const char *gpu_id() const { return gpu_id_; }
+  // Whether this GPU's link to the GPU with PCI bus id `peer_id` carries
+  // native atomics (false when that GPU is not visible to this process).
+  bool native_atomics_with(const char *peer_id) const;
   // Maps every peer's mailbox (handles: size * kIpcHandleBytes, by rank).
   Status connect(const unsigned char *handles);
   const MPIX_Device_comm &handle() const { return h_; }

@@ -10,6 +10,7 @@ std::unique_ptr<DevComm> DevComm::create(const MPIX_Device_comm &, Status *statu
 DevComm::~DevComm() = default;
 Status DevComm::connect(const unsigned char *) { return Status::kNoCuda; }
 void DevComm::close_peers() {}
+bool DevComm::native_atomics_with(const char *) const { return false; }
 void *mapped_alloc(std::size_t) { return nullptr; }
 void mapped_free(void *) {}
 void *device_alloc_zero(std::size_t) { return nullptr; }

@@ -509,7 +509,6 @@ Status launch(void (*kernel)(Params...), unsigned blocks, unsigned threads, cuda
 
 // Messages of at least this many chunks move by several blocks at once.
 constexpr std::uint32_t kWideChunks = 2;
-constexpr unsigned kWideBlocks = 16;
 
 }  // namespace
 
@@ -541,6 +540,7 @@ struct StreamExec::Impl {
   std::vector<ExecResult *> free_results;
   std::mutex results_mutex;  // results go back from the progress thread
   unsigned send_limit = 32, recv_limit = 32, start_limit = 32, wait_limit = 32, wide_limit = 32;
+  unsigned wide_blocks = 16;
   WideState *wide = nullptr;  // device memory
 
   ~Impl() {
@@ -562,7 +562,8 @@ struct StreamExec::Impl {
 StreamExec::StreamExec(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 StreamExec::~StreamExec() = default;
 
-std::unique_ptr<StreamExec> StreamExec::create(void *cuda_stream, const MPIX_Device_comm &h, Status *status) {
+std::unique_ptr<StreamExec> StreamExec::create(void *cuda_stream, const MPIX_Device_comm &h, unsigned wide_blocks,
+                                               Status *status) {
   int ngpu = 0;
   if (!cuda_ok(cudaGetDeviceCount(&ngpu)) || ngpu == 0 || h.path != MPIXD_PATH_IPC) {
     *status = Status::kNoGpu;
@@ -571,6 +572,7 @@ std::unique_ptr<StreamExec> StreamExec::create(void *cuda_stream, const MPIX_Dev
   auto impl = std::make_unique<Impl>();
   impl->stream = static_cast<cudaStream_t>(cuda_stream);
   impl->h = h;
+  impl->wide_blocks = std::max(1u, wide_blocks);
   *status = Status::kCudaError;
   if (!cuda_ok(cudaStreamGetDevice(impl->stream, &impl->device)) && !cuda_ok(cudaGetDevice(&impl->device)))
     return nullptr;
@@ -612,7 +614,7 @@ Status StreamExec::send(const void *buf, std::size_t bytes, int peer, int tag, s
   if (bytes <= MPIXD_INLINE)
     return launch(send_small_kernel, 1, 1, m.stream, m.h, buf, bytes, peer, tag, seq, m.wide, m.failure, op);
   if (chunks >= kWideChunks)
-    return launch(send_wide_kernel, std::min<unsigned>(chunks, kWideBlocks), m.wide_limit, m.stream, m.h, buf, bytes,
+    return launch(send_wide_kernel, std::min<unsigned>(chunks, m.wide_blocks), m.wide_limit, m.stream, m.h, buf, bytes,
                   peer, tag, seq, m.wide, m.failure, op);
   return launch(send_kernel, 1, threads_for(bytes, m.send_limit), m.stream, m.h, buf, bytes, peer, tag, seq, m.wide,
                 m.failure, op);
@@ -628,7 +630,7 @@ Status StreamExec::recv(void *buf, std::size_t bytes, int peer, int tag, std::ui
   if (bytes <= MPIXD_INLINE)
     return launch(recv_small_kernel, 1, 1, m.stream, m.h, buf, bytes, peer, tag, seq, m.wide, m.failure, op, out);
   if (chunks >= kWideChunks)
-    return launch(recv_wide_kernel, std::min<unsigned>(chunks, kWideBlocks), m.wide_limit, m.stream, m.h, buf, bytes,
+    return launch(recv_wide_kernel, std::min<unsigned>(chunks, m.wide_blocks), m.wide_limit, m.stream, m.h, buf, bytes,
                   peer, tag, seq, m.wide, m.failure, op, out);
   return launch(recv_kernel, 1, threads_for(bytes, m.recv_limit), m.stream, m.h, buf, bytes, peer, tag, seq, m.wide,
                 m.failure, op, out);

@@ -44,7 +44,9 @@ using DeviceRequest = MPIX_Device_request *;
 class StreamExec {
  public:
   // For operations on the CUDA stream `cuda_stream` over `h` (IPC path).
-  static std::unique_ptr<StreamExec> create(void *cuda_stream, const MPIX_Device_comm &h, Status *status);
+  // wide_blocks: thread blocks that move one message of several chunks.
+  static std::unique_ptr<StreamExec> create(void *cuda_stream, const MPIX_Device_comm &h, unsigned wide_blocks,
+                                            Status *status);
   ~StreamExec();
   StreamExec(const StreamExec &) = delete;
   StreamExec &operator=(const StreamExec &) = delete;

@@ -14,7 +14,7 @@ BufferKind buffer_kind(const void *p, const void **kernel_view) {
 StreamExec::StreamExec(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 StreamExec::~StreamExec() = default;
 
-std::unique_ptr<StreamExec> StreamExec::create(void *, const MPIX_Device_comm &, Status *status) {
+std::unique_ptr<StreamExec> StreamExec::create(void *, const MPIX_Device_comm &, unsigned, Status *status) {
   *status = Status::kNoGpu;
   return nullptr;
 }

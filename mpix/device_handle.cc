@@ -111,9 +111,16 @@ Err create(MPI_Comm comm, bool ipc_only, const Layout &layout, std::unique_ptr<D
     constexpr int kId = static_cast<int>(device::DevComm::kGpuIdBytes);
     std::vector<char> ids(static_cast<std::size_t>(h.size) * kId);
     PMPI_Allgather(owner->ipc->gpu_id(), kId, MPI_CHAR, ids.data(), kId, MPI_CHAR, comm);
-    for (int r = 0; r < h.size && r < 64; ++r)
-      if (std::strncmp(ids.data() + static_cast<std::size_t>(r) * kId, owner->ipc->gpu_id(), kId) == 0)
-        h.gpu_peers |= std::uint64_t{1} << r;
+    for (int r = 0; r < h.size && r < 64; ++r) {
+      const char *id = ids.data() + static_cast<std::size_t>(r) * kId;
+      const std::uint64_t bit = std::uint64_t{1} << r;
+      if (std::strncmp(id, owner->ipc->gpu_id(), kId) == 0) h.gpu_peers |= bit;
+      // Tiny messages by 16-byte atomics to other GPUs only where asked
+      // and the link has native atomics (the sender decides alone: the
+      // receiver tells a cell from an entry by its key).
+      if ((h.gpu_peers & bit) != 0 || (cfg.device_far_cells && owner->ipc->native_atomics_with(id)))
+        h.cell_peers |= bit;
+    }
   }
   owner->h = h;
   *out = std::move(owner);

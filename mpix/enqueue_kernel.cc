@@ -2,6 +2,7 @@
 // argument checks, numbering, buffers, requests, failures.
 #include "enqueue_kernel.h"
 
+#include <algorithm>
 #include <cstdio>
 
 #include "device_handle.h"
@@ -56,9 +57,13 @@ std::unique_ptr<KernelComm> KernelComm::create(MPI_Comm comm, Stream *s) {
   // Rings of fewer, larger blocks than device handles' default (the same
   // 32 MiB per peer): a stream's operations are few and large next to a
   // kernel's thousands of threads, and a transfer's cost is per block.
+  // A large message moves by MPIX_STREAM_WIDE_BLOCKS blocks a side, each
+  // on chunks j mod blocks, so the ring holds a chunk per block (fewer
+  // channels as it grows).
   devhandle::Layout layout = devhandle::layout_from_config();
-  layout.channels = 8;
-  layout.ring = 16;
+  const unsigned wide = static_cast<unsigned>(runtime().config.stream_wide_blocks);
+  layout.ring = std::max(16u, wide);
+  layout.channels = std::max(1u, 128u / layout.ring);
   layout.slot_bytes = 256 * 1024;
   const Err e = devhandle::create(comm, /*ipc_only=*/true, layout, &k->dev_);
   if (e != Err::kCount || !k->dev_) {
@@ -66,7 +71,7 @@ std::unique_ptr<KernelComm> KernelComm::create(MPI_Comm comm, Stream *s) {
     return nullptr;
   }
   gpu::Status st = gpu::Status::kOk;
-  k->exec_ = gpu::StreamExec::create(s->trigger->cuda_stream(), k->dev_->h, &st);
+  k->exec_ = gpu::StreamExec::create(s->trigger->cuda_stream(), k->dev_->h, wide, &st);
   int ok = k->exec_ != nullptr ? 1 : 0;
   PMPI_Allreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_MIN, comm);
   // All ranks agree, so all destroy their mailboxes together (collective).

@@ -61,6 +61,10 @@ const ConfigVar kVars[] = {
      "path; host MPI_Send/MPI_Recv on that communicator are refused), else the host-driven path; host: always "
      "the host-driven path (the progress thread, MPI underneath; host calls match enqueued ones)",
      [](const Config &c) { return word(c.stream_host_path ? "host" : "auto"); }},
+    {"MPIX_STREAM_WIDE_BLOCKS", "64",
+     "kernel path of *_enqueue: thread blocks that move one large message (at least two 256 KiB chunks) on "
+     "each side; a stream communicator's ring holds as many chunks per channel (at least 16)",
+     [](const Config &c) { return num(c.stream_wide_blocks); }},
     {"MPIX_GPU", "on",
      "on: device buffers in point-to-point calls are recognised (one CUDA driver query per send and delivery); "
      "off: every buffer is taken for host memory (no query)",
@@ -118,6 +122,11 @@ const ConfigVar kVars[] = {
     {"MPIX_DEVICE_PROXY_INLINE", "256",
      "device send/recv, proxy path: messages up to this many bytes go through a bounce buffer per descriptor",
      [](const Config &c) { return num(c.device_proxy_inline); }},
+    {"MPIX_DEVICE_FAR_CELLS", "1",
+     "device send/recv: 1: messages of at most 8 bytes to a peer on another GPU go as one 16-byte atomic into "
+     "its table, like those to peers on the same GPU, where the link carries native atomics; 0 (and links "
+     "without them): as a table entry published by a release store",
+     [](const Config &c) { return num(c.device_far_cells); }},
     {"MPIX_DEVICE_PROXY_HOSTMEM", "0",
      "1: the proxy queue in plain host memory (host threads post: tests without a GPU)",
      [](const Config &c) { return num(c.device_proxy_hostmem); }},
@@ -222,6 +231,8 @@ void read_device(Config &c, Reader &r) {
          [&](const char *v) { return parse_pow2(v, 2, 1L << 20, &c.device_proxy_queue); });
   r.read("MPIX_DEVICE_PROXY_INLINE", "32 .. 65536",
          [&](const char *v) { return parse_pow2(v, 32, 1L << 16, &c.device_proxy_inline); });
+  r.read("MPIX_DEVICE_FAR_CELLS", "0 or 1",
+         [&](const char *v) { return parse_word(v, {"0", "1"}, {false, true}, &c.device_far_cells); });
   r.read("MPIX_DEVICE_PROXY_HOSTMEM", "0 or 1",
          [&](const char *v) { return parse_word(v, {"0", "1"}, {false, true}, &c.device_proxy_hostmem); });
 }
@@ -255,6 +266,8 @@ Config config_from_env(char *errors, int errors_len) {
          [&](const char *v) { return parse_int(v, 1, 1 << 20, &c.stream_queue_depth); });
   r.read("MPIX_STREAM_PATH", "auto or host",
          [&](const char *v) { return parse_word(v, {"auto", "host"}, {false, true}, &c.stream_host_path); });
+  r.read("MPIX_STREAM_WIDE_BLOCKS", "1 .. 128",
+         [&](const char *v) { return parse_pow2(v, 1, 128, &c.stream_wide_blocks); });
   r.read("MPIX_GPU", "on or off",
          [&](const char *v) { return parse_word(v, {"on", "1", "off", "0"}, {true, true, false, false}, &c.gpu); });
   r.read("MPIX_GPU_PATH", "auto, ipc or staging", [&](const char *v) {

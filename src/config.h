@@ -21,6 +21,7 @@ struct Config {
   int progress_thread;        // MPIX_PROGRESS_THREAD: -1 auto, 0 no, 1 yes
   int stream_queue_depth;     // MPIX_STREAM_QUEUE_DEPTH
   bool stream_host_path;      // MPIX_STREAM_PATH
+  long stream_wide_blocks;    // MPIX_STREAM_WIDE_BLOCKS
   bool gpu;                   // MPIX_GPU
   bool gpu_force_staging;     // MPIX_GPU_PATH
   long gpu_eager_limit;       // MPIX_GPU_EAGER_LIMIT
@@ -39,6 +40,7 @@ struct Config {
   long device_slot_bytes;     // MPIX_DEVICE_SLOT_BYTES
   long device_proxy_queue;    // MPIX_DEVICE_PROXY_QUEUE
   long device_proxy_inline;   // MPIX_DEVICE_PROXY_INLINE
+  bool device_far_cells;      // MPIX_DEVICE_FAR_CELLS
   bool device_proxy_hostmem;  // MPIX_DEVICE_PROXY_HOSTMEM
 };
 

@@ -140,13 +140,19 @@ MPIXD_HD void mpixd_recv_take_ex(const MPIX_Device_comm *h, MPIX_Device_request 
                                  char *src_base, uint32_t *defer) {
   uint64_t *cell = mpixd_mkeys(h, h->local, r->peer) + 2 * (uint64_t)slot;
   const bool near = mpixd_near(h, r->peer);
+  /* The way is freed before the payload is stored into the user's buffer:
+   * freeing it is a release, which waits for this thread's earlier stores,
+   * and the user's buffer need not be among them (its payload sits in
+   * registers by then). */
   if ((key & MPIXD_KEY_SIZE) != MPIXD_KEY_ENTRY) {
     mpixd_w16 w[2];
-    w[0].a = mpixd_cell_take(cell, near);
+    uint64_t taken = 0;
+    w[0].a = mpixd_cell_take(cell, near, &taken);
+    w[0].b = w[1].a = w[1].b = 0;
     r->msg_bytes = key & MPIXD_KEY_SIZE;
-    if (r->msg_bytes > 0 && r->bytes > 0) mpixd_inline_store(r->buf, w, r->msg_bytes < r->bytes ? r->msg_bytes : r->bytes);
     if (defer) *defer = (uint32_t)slot | MPIXD_DEFER_TINY;
-    else mpixd_free_way(h, r->peer, src_base, (uint32_t)slot, true);
+    else mpixd_free_tiny_way(h, r->peer, src_base, (uint32_t)slot, taken ^ key);
+    if (r->msg_bytes > 0 && r->bytes > 0) mpixd_inline_store(r->buf, w, r->msg_bytes < r->bytes ? r->msg_bytes : r->bytes);
     r->state = MPIXD_DONE;
     r->status = r->msg_bytes > r->bytes ? MPIX_DEVICE_ERR_TRUNCATE : MPIX_DEVICE_SUCCESS;
     return;
@@ -157,14 +163,12 @@ MPIXD_HD void mpixd_recv_take_ex(const MPIX_Device_comm *h, MPIX_Device_request 
   const mpixd_w16 head = *(const mpixd_w16 *)e;
   r->msg_bytes = (uint32_t)head.a;
   if (r->msg_bytes <= MPIXD_INLINE) {
-    if (r->msg_bytes > 0 && r->bytes > 0) {
-      mpixd_w16 w[2];
-      w[0] = ((const mpixd_w16 *)e->data)[0];
-      w[1] = ((const mpixd_w16 *)e->data)[1];
-      mpixd_inline_store(r->buf, w, r->msg_bytes < r->bytes ? r->msg_bytes : r->bytes);
-    }
+    mpixd_w16 w[2];
+    w[0] = ((const mpixd_w16 *)e->data)[0];
+    w[1] = ((const mpixd_w16 *)e->data)[1];
     if (defer) *defer = (uint32_t)slot;
     else mpixd_free_way(h, r->peer, src_base, (uint32_t)slot, false);
+    if (r->msg_bytes > 0 && r->bytes > 0) mpixd_inline_store(r->buf, w, r->msg_bytes < r->bytes ? r->msg_bytes : r->bytes);
     r->state = MPIXD_DONE;
     r->status = r->msg_bytes > r->bytes ? MPIX_DEVICE_ERR_TRUNCATE : MPIX_DEVICE_SUCCESS;
     return;

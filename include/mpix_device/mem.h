@@ -193,6 +193,19 @@ MPIXD_HD void mpixd_and_release_at(uint32_t *p, uint32_t v, bool near) {
 #endif
 }
 
+/* The same without the release: for a caller whose earlier accesses that
+ * matter have all returned their values, and whose `v` depends on them
+ * (so the operation cannot issue before they are performed). */
+MPIXD_HD void mpixd_and_relaxed_at(uint32_t *p, uint32_t v, bool near) {
+#if defined(__CUDA_ARCH__)
+  if (near) asm volatile("red.relaxed.gpu.global.and.b32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
+  else asm volatile("red.relaxed.sys.global.and.b32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
+#else
+  (void)near;
+  (void)__atomic_fetch_and(p, v, __ATOMIC_RELEASE);  /* what ThreadSanitizer can follow */
+#endif
+}
+
 /* Orders this thread's earlier writes before later ones as a peer sees
  * them (the block variants' chunk copies before their sequence words). */
 MPIXD_HD void mpixd_fence_at(bool near) {

@@ -119,6 +119,7 @@ typedef struct MPIX_Device_comm {
   uint32_t buckets;     /* message-table buckets per source, power of two */
   uint32_t keys;        /* counters per side, power of two */
   uint64_t gpu_peers;   /* bit r: rank r (< 64) uses this GPU (see mpixd_near) */
+  uint64_t cell_peers;  /* bit r: messages of at most MPIXD_TINY bytes to rank r (< 64) go in their cell */
   int rank, size;
   int tag_ub;
   int path;                        /* MPIXD_PATH_IPC or MPIXD_PATH_PROXY */
@@ -449,27 +450,29 @@ MPIXD_HD void mpixd_cell_put(uint64_t *cell, uint64_t key, uint64_t payload, boo
 #endif
 }
 
-/* Takes a tiny message's cell (seen holding its key): its payload; the
- * cell is left empty. */
-MPIXD_HD uint64_t mpixd_cell_take(uint64_t *cell, bool near) {
+/* Takes a tiny message's cell (seen holding its key): its payload, and in
+ * *key the key the exchange took (the one seen: only this receive takes
+ * the cell); the cell is left empty. */
+MPIXD_HD uint64_t mpixd_cell_take(uint64_t *cell, bool near, uint64_t *key) {
 #if defined(__CUDA_ARCH__)
-  uint64_t payload;
+  uint64_t payload, k;
   if (near)
-    asm volatile("{\n\t.reg .b128 d, b;\n\t.reg .b64 k;\n\tmov.b128 b, {0, 0};\n\t"
-                 "atom.relaxed.gpu.global.exch.b128 d, [%1], b;\n\tmov.b128 {k, %0}, d;\n\t}"
-                 : "=l"(payload)
+    asm volatile("{\n\t.reg .b128 d, b;\n\tmov.b128 b, {0, 0};\n\t"
+                 "atom.relaxed.gpu.global.exch.b128 d, [%2], b;\n\tmov.b128 {%1, %0}, d;\n\t}"
+                 : "=l"(payload), "=l"(k)
                  : "l"(cell)
                  : "memory");
   else
-    asm volatile("{\n\t.reg .b128 d, b;\n\t.reg .b64 k;\n\tmov.b128 b, {0, 0};\n\t"
-                 "atom.relaxed.sys.global.exch.b128 d, [%1], b;\n\tmov.b128 {k, %0}, d;\n\t}"
-                 : "=l"(payload)
+    asm volatile("{\n\t.reg .b128 d, b;\n\tmov.b128 b, {0, 0};\n\t"
+                 "atom.relaxed.sys.global.exch.b128 d, [%2], b;\n\tmov.b128 {%1, %0}, d;\n\t}"
+                 : "=l"(payload), "=l"(k)
                  : "l"(cell)
                  : "memory");
+  *key = k;
   return payload;
 #else
   (void)near;
-  (void)__atomic_load_n(cell, __ATOMIC_ACQUIRE);
+  *key = __atomic_load_n(cell, __ATOMIC_ACQUIRE);
   const uint64_t payload = __atomic_load_n(cell + 1, __ATOMIC_RELAXED);
   __atomic_store_n(cell, 0, __ATOMIC_RELAXED);
   return payload;
@@ -536,14 +539,21 @@ MPIXD_HD void mpixd_post_tiny(const MPIX_Device_comm *h, int dst, char *base, ui
                  mpixd_near(h, dst));
 }
 
-/* Posts a message that fits the table (tiny in its cell, up to
- * MPIXD_INLINE in its entry) into way `slot` of dst's table. Cells go by
- * 16-byte atomics only to peers on this GPU: whether NVLink carries them
- * to another GPU's memory has not been tried (no two-GPU machine so far),
- * so tiny messages to other GPUs take the entry like the rest. */
+/* Whether tiny messages to peer go in their cell, by one 16-byte atomic:
+ * always to peers on this GPU; to other GPUs where the host found the link
+ * carries native atomics and was asked to use them (MPIX_DEVICE_FAR_CELLS).
+ * Elsewhere they take the entry: its key is a release store, which costs a
+ * system-scope fence. */
+MPIXD_HD bool mpixd_cells(const MPIX_Device_comm *h, int peer) {
+  return peer >= 0 && peer < 64 && ((h->cell_peers >> peer) & 1u) != 0;
+}
+
+/* Posts a message that fits the table (tiny in its cell where
+ * mpixd_cells, up to MPIXD_INLINE in its entry) into way `slot` of dst's
+ * table. */
 MPIXD_HD void mpixd_post_small(const MPIX_Device_comm *h, int dst, char *base, uint32_t slot, int tag, uint32_t seq,
                                uint32_t bytes, const void *buf) {
-  if (bytes <= MPIXD_TINY && mpixd_near(h, dst)) mpixd_post_tiny(h, dst, base, slot, tag, seq, bytes, buf);
+  if (bytes <= MPIXD_TINY && mpixd_cells(h, dst)) mpixd_post_tiny(h, dst, base, slot, tag, seq, bytes, buf);
   else mpixd_post_entry(h, dst, base, slot, tag, seq, bytes, 0, 0, 0, buf);
 }
 
@@ -579,6 +589,18 @@ MPIXD_HD void mpixd_free_way(const MPIX_Device_comm *h, int src, char *src_base,
   if (!cleared) mpixd_store_relaxed64(mpixd_mkeys(h, h->local, src) + 2 * (uint64_t)slot, 0);
   mpixd_and_release_at(mpixd_claims(h, src_base, h->rank) + slot / MPIXD_WAYS, ~(1u << (slot % MPIXD_WAYS)),
                        mpixd_near(h, src));
+}
+
+/* The same for a tiny message's way, right after its take, without the
+ * release (a system-scope fence to another GPU, the largest cost left on
+ * the receiver's path): the take, one atomic exchange, is the receiver's
+ * only access to the way, and `taken` (the key the exchange returned xor
+ * the key seen: 0) makes the freeing atomic depend on its value, so it
+ * cannot issue before the take is performed; the sender's next put to the
+ * way comes after it sees the way free. */
+MPIXD_HD void mpixd_free_tiny_way(const MPIX_Device_comm *h, int src, char *src_base, uint32_t slot, uint64_t taken) {
+  mpixd_and_relaxed_at(mpixd_claims(h, src_base, h->rank) + slot / MPIXD_WAYS,
+                       ~(1u << (slot % MPIXD_WAYS)) | (uint32_t)(taken | taken >> 32), mpixd_near(h, src));
 }
 
 /* ---- payload rings ---- */

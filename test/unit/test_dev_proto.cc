@@ -25,7 +25,8 @@ namespace {
 
 struct Shape {
   uint32_t channels = 2, slots = 16, slot_bytes = 256, buckets = 64, keys = 64;
-  bool near = true;  // the ranks share a "GPU": tiny messages in cells (else all in entries)
+  bool near = true;        // the ranks share a "GPU"
+  bool far_cells = false;  // tiny messages in cells to other "GPUs" too (else there in entries)
 };
 
 // A fake node of `size` ranks sharing one address space.
@@ -42,6 +43,7 @@ struct World {
     t.buckets = s.buckets;
     t.keys = s.keys;
     t.gpu_peers = s.near ? (uint64_t{1} << size) - 1 : 0;
+    t.cell_peers = s.near || s.far_cells ? (uint64_t{1} << size) - 1 : 0;
     t.tag_ub = 1 << 20;
     const uint64_t bytes = mpixd_layout(&t, 0);
     for (int r = 0; r < size; ++r) {
@@ -383,10 +385,11 @@ TEST(DevProto, StreamingAndTruncation) {
 }
 
 // Inline payloads at every size and alignment on both sides, in cells
-// (tiny, peers on one GPU) and in entries.
-void inline_every_alignment(bool near) {
+// (tiny: peers on one GPU, or on others with far cells) and in entries.
+void inline_every_alignment(bool near, bool far_cells) {
   Shape sh;
   sh.near = near;
+  sh.far_cells = far_cells;
   World w(2, sh);
   alignas(16) unsigned char src[64], dst[64];
   for (size_t n = 0; n <= MPIXD_INLINE; ++n)
@@ -407,9 +410,9 @@ void inline_every_alignment(bool near) {
 }
 
 TEST(DevProto, InlineEveryAlignment) {
-  inline_every_alignment(true);
-  inline_every_alignment(false);
-
+  inline_every_alignment(true, false);
+  inline_every_alignment(false, false);
+  inline_every_alignment(false, true);
 }
 
 // Many sender threads on `sources` ranks, as many receiver threads on one
@@ -485,6 +488,12 @@ TEST(DevProto, StressWide) { stress(shape(32, 16, 256)); }
 TEST(DevProto, StressTinyQueuesOtherGpus) {
   Shape q = shape(4, 2, 1);
   q.near = false;
+  stress(q);
+}
+TEST(DevProto, StressTinyQueuesOtherGpusCells) {
+  Shape q = shape(4, 2, 1);
+  q.near = false;
+  q.far_cells = true;
   stress(q);
 }
 
