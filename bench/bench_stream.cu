@@ -6,9 +6,17 @@
 //   nccl     ncclSend / ncclRecv on a stream, same pattern (libnccl.so.2
 //            loaded at run time; skipped where it is missing)
 //
+// Each method is timed twice: by the host's clock around the loop that
+// enqueues the rounds while the GPU runs them (a host that launches slower
+// than the GPU runs is what this one measures), and "queued": every round
+// enqueued behind a gate kernel first, then the gate opened and the rounds
+// timed by CUDA events on the stream, which is the GPU's time alone.
+//
 // Half round trip per message size, as a table and as CSV lines
-// ("csv,<method>,<bytes>,<usec>,<GB/s>"). Options: -n ITERS (default 1000
-// for small sizes, scaled down for large), -m MAXBYTES (default 4 MiB).
+// ("csv,<method>,<bytes>,<usec>,<GB/s>", methods enqueue, enqueue_queued,
+// nccl, nccl_queued). Options: -n ITERS (default 1000 for small sizes,
+// scaled down for large; at most 200 queued: CUDA blocks a launch once a
+// stream holds about a thousand), -m MAXBYTES (default 4 MiB).
 // Run: mpiexec -n 2 bench/bench_stream
 #include <cuda_runtime.h>
 #include <dlfcn.h>
@@ -46,6 +54,36 @@ double time_pingpong(cudaStream_t cs, int iters, Round round) {
   cudaStreamSynchronize(cs);
   const double t = MPI_Wtime() - t0;
   double tmax = 0;
+  MPI_Allreduce(&t, &tmax, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+  return tmax / iters / 2 * 1e6;
+}
+
+__global__ void gate_kernel(const volatile int *open) {
+  while (*open == 0) __nanosleep(100);
+}
+
+// The same, every round enqueued behind a closed gate before it opens.
+template <class Round>
+double time_pingpong_queued(cudaStream_t cs, int iters, Round round, volatile int *gate) {
+  if (iters > 200) iters = 200;
+  for (int i = 0; i < 10; ++i) round();
+  cudaStreamSynchronize(cs);
+  cudaEvent_t e0, e1;
+  cudaEventCreate(&e0);
+  cudaEventCreate(&e1);
+  *gate = 0;
+  gate_kernel<<<1, 1, 0, cs>>>(gate);
+  cudaEventRecord(e0, cs);
+  for (int i = 0; i < iters; ++i) round();
+  cudaEventRecord(e1, cs);
+  MPI_Barrier(MPI_COMM_WORLD);
+  *gate = 1;
+  cudaStreamSynchronize(cs);
+  float ms = 0;
+  cudaEventElapsedTime(&ms, e0, e1);
+  cudaEventDestroy(e0);
+  cudaEventDestroy(e1);
+  double t = ms / 1e3, tmax = 0;
   MPI_Allreduce(&t, &tmax, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
   return tmax / iters / 2 * 1e6;
 }
@@ -90,6 +128,8 @@ int main(int argc, char **argv) {
     have_nccl = nccl.comm_init_rank(&ncomm, 2, id, g_rank) == 0;
   }
 
+  int *gate = nullptr;  // mapped host memory
+  cudaHostAlloc(&gate, sizeof(int), cudaHostAllocMapped);
   char *sbuf = nullptr, *rbuf = nullptr;
   cudaMalloc(&sbuf, max_bytes);
   cudaMalloc(&rbuf, max_bytes);
@@ -97,14 +137,14 @@ int main(int argc, char **argv) {
 
   struct Row {
     std::size_t bytes;
-    double enqueue_us, nccl_us;
+    double enqueue_us, nccl_us, enqueue_q_us, nccl_q_us;
   };
   std::vector<Row> rows;
   for (std::size_t bytes = 8; bytes <= max_bytes; bytes *= 4) {
     const int iters = iters_for(bytes, base_iters);
     const int n = static_cast<int>(bytes);
-    Row row{bytes, 0, -1};
-    row.enqueue_us = time_pingpong(cs, iters, [&] {
+    Row row{bytes, 0, -1, 0, -1};
+    const auto enqueue_round = [&] {
       if (g_rank == 0) {
         MPIX_Send_enqueue(sbuf, n, MPI_BYTE, peer, 0, comm);
         MPIX_Recv_enqueue(rbuf, n, MPI_BYTE, peer, 0, comm, MPI_STATUS_IGNORE);
@@ -112,9 +152,11 @@ int main(int argc, char **argv) {
         MPIX_Recv_enqueue(rbuf, n, MPI_BYTE, peer, 0, comm, MPI_STATUS_IGNORE);
         MPIX_Send_enqueue(sbuf, n, MPI_BYTE, peer, 0, comm);
       }
-    });
+    };
+    row.enqueue_us = time_pingpong(cs, iters, enqueue_round);
+    row.enqueue_q_us = time_pingpong_queued(cs, iters, enqueue_round, gate);
     if (have_nccl) {
-      row.nccl_us = time_pingpong(cs, iters, [&] {
+      const auto nccl_round = [&] {
         if (g_rank == 0) {
           nccl.send(sbuf, bytes, kNcclInt8, peer, ncomm, cs);
           nccl.recv(rbuf, bytes, kNcclInt8, peer, ncomm, cs);
@@ -122,7 +164,9 @@ int main(int argc, char **argv) {
           nccl.recv(rbuf, bytes, kNcclInt8, peer, ncomm, cs);
           nccl.send(sbuf, bytes, kNcclInt8, peer, ncomm, cs);
         }
-      });
+      };
+      row.nccl_us = time_pingpong(cs, iters, nccl_round);
+      row.nccl_q_us = time_pingpong_queued(cs, iters, nccl_round, gate);
     }
     rows.push_back(row);
   }
@@ -134,23 +178,30 @@ int main(int argc, char **argv) {
     cudaDeviceProp prop;
     cudaGetDeviceProperties(&prop, 0);
     std::printf("# bench_stream: ping-pong half round trip, device buffers, %s\n# %s\n", prop.name, lib);
-    std::printf("%12s %14s %10s %14s %10s\n", "bytes", "enqueue(us)", "GB/s", "nccl(us)", "GB/s");
+    std::printf("%12s %12s %8s %12s %8s %12s %8s %12s\n", "bytes", "enqueue(us)", "GB/s", "queued(us)", "GB/s",
+                "nccl(us)", "GB/s", "queued(us)");
     for (const Row &r : rows) {
-      const double gb_e = r.bytes / r.enqueue_us / 1e3;
+      std::printf("%12zu %12.2f %8.2f %12.2f %8.2f", r.bytes, r.enqueue_us, r.bytes / r.enqueue_us / 1e3,
+                  r.enqueue_q_us, r.bytes / r.enqueue_q_us / 1e3);
       if (r.nccl_us >= 0)
-        std::printf("%12zu %14.2f %10.2f %14.2f %10.2f\n", r.bytes, r.enqueue_us, gb_e, r.nccl_us,
-                    r.bytes / r.nccl_us / 1e3);
+        std::printf(" %12.2f %8.2f %12.2f\n", r.nccl_us, r.bytes / r.nccl_us / 1e3, r.nccl_q_us);
       else
-        std::printf("%12zu %14.2f %10.2f %14s %10s\n", r.bytes, r.enqueue_us, gb_e, "n/a", "n/a");
+        std::printf(" %12s %8s %12s\n", "n/a", "n/a", "n/a");
     }
+    const auto csv = [](const char *method, std::size_t bytes, double us) {
+      if (us >= 0) std::printf("csv,%s,%zu,%.3f,%.3f\n", method, bytes, us, bytes / us / 1e3);
+    };
     for (const Row &r : rows) {
-      std::printf("csv,enqueue,%zu,%.3f,%.3f\n", r.bytes, r.enqueue_us, r.bytes / r.enqueue_us / 1e3);
-      if (r.nccl_us >= 0) std::printf("csv,nccl,%zu,%.3f,%.3f\n", r.bytes, r.nccl_us, r.bytes / r.nccl_us / 1e3);
+      csv("enqueue", r.bytes, r.enqueue_us);
+      csv("enqueue_queued", r.bytes, r.enqueue_q_us);
+      csv("nccl", r.bytes, r.nccl_us);
+      csv("nccl_queued", r.bytes, r.nccl_q_us);
     }
   }
   if (ncomm != nullptr) nccl.comm_destroy(ncomm);
   cudaFree(sbuf);
   cudaFree(rbuf);
+  cudaFreeHost(gate);
   MPI_Comm_free(&comm);
   MPIX_Stream_free(&stream);
   cudaStreamDestroy(cs);

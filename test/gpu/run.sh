@@ -22,7 +22,9 @@
 # bench_jacobi on both enqueue paths), stream-tests (those tests alone),
 # stream-sanitize (memcheck and racecheck of the stream tests alone),
 # stream-bench (small-message enqueue
-# ping-pong only, to run beside bench-dev), bench-dev
+# ping-pong only, to run beside bench-dev), stream-large (bench_stream up
+# to 64 MiB on both paths, without the tests), jacobi (bench_jacobi on
+# both paths, without the tests), bench-dev
 # (device-initiated send/recv, bench/bench_dev_p2p), dev-tests (only the
 # dev_* lines of the GPU testlist, with memcheck and racecheck), scaling
 # (issue 8: bench/run_scaling.sh on every GPU of the host). The build
@@ -267,6 +269,24 @@ if has_stage stream-bench; then
     MPIX_STREAM_PATH=$path timeout 60 "$MPIEXEC" -n 2 bench/bench_stream -m 65536 >"$OUT/bench_stream_small_$path.txt" 2>&1 ||
       { echo "bench_stream ($path) failed (exit $?)"; bench_fail=1; }
     echo "-- MPIX_STREAM_PATH=$path"; cat "$OUT/bench_stream_small_$path.txt"
+  done
+fi
+if has_stage stream-large; then
+  log "benchmark: enqueue ping-pong up to 64 MiB, both paths"
+  mps_start
+  for path in auto host; do
+    MPIX_STREAM_PATH=$path timeout 90 "$MPIEXEC" -n 2 bench/bench_stream -m 67108864 >"$OUT/bench_stream_$path.txt" 2>&1 ||
+      { echo "bench_stream ($path) failed (exit $?)"; bench_fail=1; }
+    echo "-- bench_stream, MPIX_STREAM_PATH=$path"; cat "$OUT/bench_stream_$path.txt"
+  done
+fi
+if has_stage jacobi; then
+  log "benchmark: 2D Jacobi halo exchange, both enqueue paths"
+  mps_start
+  for path in auto host; do
+    MPIX_STREAM_PATH=$path timeout 120 "$MPIEXEC" -n 2 bench/bench_jacobi >"$OUT/bench_jacobi_$path.txt" 2>&1 ||
+      { echo "bench_jacobi ($path) failed (exit $?)"; bench_fail=1; }
+    echo "-- bench_jacobi, MPIX_STREAM_PATH=$path"; cat "$OUT/bench_jacobi_$path.txt"
   done
 fi
 if has_stage bench-match; then
