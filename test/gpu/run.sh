@@ -125,7 +125,18 @@ run_testlist() {  # LOGDIR TESTLIST [make check arguments...]
   fi
 }
 
-check_rc=0 san_fail=0
+check_rc=0 san_fail=0 bench_fail=0
+# A two-rank benchmark once per enqueue path: LIMIT NAME PROGRAM [ARGS...];
+# output in $OUT/NAME_PATH.txt, shown.
+on_both_paths() {
+  local limit=$1 name=$2 path
+  shift 2
+  for path in auto host; do
+    MPIX_STREAM_PATH=$path timeout "$limit" "$MPIEXEC" -n 2 "$@" >"$OUT/${name}_$path.txt" 2>&1 ||
+      { echo "$name ($path) failed (exit $?)"; bench_fail=1; }
+    echo "-- $name, MPIX_STREAM_PATH=$path"; cat "$OUT/${name}_$path.txt"
+  done
+}
 # The entries of the GPU testlist whose program matches a pattern, alone.
 run_sublist() {  # NAME PATTERN TIMEOUT
   grep -E "^$2" test/gpu/testlist >"test/gpu/testlist-$1"
@@ -164,7 +175,6 @@ else
 fi
 fi
 
-bench_fail=0
 if has_stage bench-cpu; then
   if [ $prebuilt = 1 ]; then
     log "bench-cpu: matching engine (bench_match) not in .gpu-bundle: skipped"
@@ -229,14 +239,8 @@ fi
 if has_stage stream; then
 log "stream-triggered operations (issue 16): stream_* tests, sanitizers, enqueue and Jacobi benchmarks, both paths"
 run_sublist stream stream_ 120
-for path in auto host; do
-  MPIX_STREAM_PATH=$path timeout 90 "$MPIEXEC" -n 2 bench/bench_stream -m 67108864 >"$OUT/bench_stream_$path.txt" 2>&1 ||
-    { echo "bench_stream ($path) failed (exit $?)"; bench_fail=1; }
-  echo "-- bench_stream, MPIX_STREAM_PATH=$path"; cat "$OUT/bench_stream_$path.txt"
-  MPIX_STREAM_PATH=$path timeout 120 "$MPIEXEC" -n 2 bench/bench_jacobi >"$OUT/bench_jacobi_$path.txt" 2>&1 ||
-    { echo "bench_jacobi ($path) failed (exit $?)"; bench_fail=1; }
-  echo "-- bench_jacobi, MPIX_STREAM_PATH=$path"; cat "$OUT/bench_jacobi_$path.txt"
-done
+on_both_paths 90 bench_stream bench/bench_stream -m 67108864
+on_both_paths 120 bench_jacobi bench/bench_jacobi
 # The stream kernels share the device protocol's headers: its own test too.
 for np in 2 1; do
   timeout 90 "$MPIEXEC" -n $np test/gpu/dev_p2p >"$OUT/stream-dev_p2p-$np.log" 2>&1 &&
@@ -265,29 +269,17 @@ fi
 if has_stage stream-bench; then
   log "benchmark: enqueue ping-pong, small messages (beside bench-dev's device-initiated rows and NVSHMEM)"
   mps_start
-  for path in auto host; do
-    MPIX_STREAM_PATH=$path timeout 60 "$MPIEXEC" -n 2 bench/bench_stream -m 65536 >"$OUT/bench_stream_small_$path.txt" 2>&1 ||
-      { echo "bench_stream ($path) failed (exit $?)"; bench_fail=1; }
-    echo "-- MPIX_STREAM_PATH=$path"; cat "$OUT/bench_stream_small_$path.txt"
-  done
+  on_both_paths 60 bench_stream_small bench/bench_stream -m 65536
 fi
 if has_stage stream-large; then
   log "benchmark: enqueue ping-pong up to 64 MiB, both paths"
   mps_start
-  for path in auto host; do
-    MPIX_STREAM_PATH=$path timeout 90 "$MPIEXEC" -n 2 bench/bench_stream -m 67108864 >"$OUT/bench_stream_$path.txt" 2>&1 ||
-      { echo "bench_stream ($path) failed (exit $?)"; bench_fail=1; }
-    echo "-- bench_stream, MPIX_STREAM_PATH=$path"; cat "$OUT/bench_stream_$path.txt"
-  done
+  on_both_paths 90 bench_stream bench/bench_stream -m 67108864
 fi
 if has_stage jacobi; then
   log "benchmark: 2D Jacobi halo exchange, both enqueue paths"
   mps_start
-  for path in auto host; do
-    MPIX_STREAM_PATH=$path timeout 120 "$MPIEXEC" -n 2 bench/bench_jacobi >"$OUT/bench_jacobi_$path.txt" 2>&1 ||
-      { echo "bench_jacobi ($path) failed (exit $?)"; bench_fail=1; }
-    echo "-- bench_jacobi, MPIX_STREAM_PATH=$path"; cat "$OUT/bench_jacobi_$path.txt"
-  done
+  on_both_paths 120 bench_jacobi bench/bench_jacobi
 fi
 if has_stage bench-match; then
   log "benchmark: GPU batch matching vs the CPU batch matcher (bench_gpu_match)"
