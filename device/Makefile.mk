@@ -3,7 +3,7 @@
 if HAVE_CUDA
 noinst_LTLIBRARIES += device/libmpixdevice.la
 device_libmpixdevice_la_SOURCES = device/gpu_query.cu device/gpu.h \
-	device/copy.cu device/copy.h device/ipc.h device/device_scope.h
+	device/copy.cu device/copy.h device/cuda_check.h device/ipc.h device/device_scope.h
 src_libmpixcore_la_LIBADD += device/libmpixdevice.la
 else
 src_libmpixcore_la_SOURCES += device/gpu_none.cc device/gpu.h \

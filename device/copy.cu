@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "copy.h"
+#include "cuda_check.h"
 #include "device_scope.h"
 #include "ipc.h"
 
@@ -32,10 +33,7 @@ State &state() {
   return s;
 }
 
-int fail(cudaError_t e) {
-  (void)cudaGetLastError();  // not sticky for the next caller
-  return static_cast<int>(e);
-}
+int code(cudaError_t e) { return static_cast<int>(e); }
 
 // The copy stream of device (current device made `device` by the caller).
 cudaError_t stream_of(int device, cudaStream_t *out) {
@@ -50,7 +48,7 @@ cudaError_t stream_of(int device, cudaStream_t *out) {
     int lo = 0, hi = 0;
     cudaDeviceGetStreamPriorityRange(&lo, &hi);
     const cudaError_t e = cudaStreamCreateWithPriority(&st, cudaStreamNonBlocking, hi);
-    if (e != cudaSuccess) {
+    if (!cuda_ok(e)) {
       st = nullptr;
       return e;
     }
@@ -71,8 +69,7 @@ cudaError_t event_get(int device, Event **out) {
   }
   auto ev = std::make_unique<Event>();
   ev->device = device;
-  const cudaError_t e = cudaEventCreateWithFlags(&ev->event, cudaEventDisableTiming);
-  if (e != cudaSuccess) return e;
+  MPIX_CUDA_TRY(cudaEventCreateWithFlags(&ev->event, cudaEventDisableTiming));
   *out = ev.get();
   s.all_events.push_back(std::move(ev));
   return cudaSuccess;
@@ -93,11 +90,7 @@ const char *error_string(int err) {
 
 int current_device() {
   int d = 0;
-  if (cudaGetDevice(&d) != cudaSuccess) {
-    (void)cudaGetLastError();
-    return 0;
-  }
-  return d;
+  return cuda_ok(cudaGetDevice(&d)) ? d : 0;
 }
 
 int copy_sync(void *dst, const void *src, std::size_t n, int device) {
@@ -107,7 +100,7 @@ int copy_sync(void *dst, const void *src, std::size_t n, int device) {
   cudaError_t e = stream_of(device, &st);
   if (e == cudaSuccess) e = cudaMemcpyAsync(dst, src, n, cudaMemcpyDefault, st);
   if (e == cudaSuccess) e = cudaStreamSynchronize(st);
-  return e == cudaSuccess ? 0 : fail(e);
+  return cuda_ok(e) ? 0 : code(e);
 }
 
 int copy_async(void *dst, const void *src, std::size_t n, int device, CopyEvent *out) {
@@ -118,9 +111,9 @@ int copy_async(void *dst, const void *src, std::size_t n, int device, CopyEvent 
   if (e == cudaSuccess && n > 0) e = cudaMemcpyAsync(dst, src, n, cudaMemcpyDefault, st);
   if (e == cudaSuccess) e = event_get(device, &ev);
   if (e == cudaSuccess) e = cudaEventRecord(ev->event, st);
-  if (e != cudaSuccess) {
+  if (!cuda_ok(e)) {
     if (ev != nullptr) event_put(ev);
-    return fail(e);
+    return code(e);
   }
   *out = ev;
   return 0;
@@ -134,7 +127,7 @@ int event_poll(CopyEvent handle) {
     return 0;
   }
   event_put(ev);
-  return e == cudaSuccess ? 1 : -fail(e);
+  return cuda_ok(e) ? 1 : -code(e);
 }
 
 void event_drop(CopyEvent handle) {
@@ -148,11 +141,7 @@ void event_drop(CopyEvent handle) {
 void *pinned_alloc(std::size_t n) {
   void *p = nullptr;
   // Portable: usable by every GPU's copy engines, whichever device is current.
-  if (cudaHostAlloc(&p, n, cudaHostAllocPortable) != cudaSuccess) {
-    (void)cudaGetLastError();
-    return nullptr;
-  }
-  return p;
+  return cuda_ok(cudaHostAlloc(&p, n, cudaHostAllocPortable)) ? p : nullptr;
 }
 
 void pinned_free(void *p) {
@@ -178,7 +167,7 @@ int ipc_export(void *base, unsigned char handle[kIpcHandleBytes]) {
   static_assert(sizeof(cudaIpcMemHandle_t) == kIpcHandleBytes, "IPC handle size");
   cudaIpcMemHandle_t h;
   const cudaError_t e = cudaIpcGetMemHandle(&h, base);
-  if (e != cudaSuccess) return fail(e);
+  if (!cuda_ok(e)) return code(e);
   __builtin_memcpy(handle, &h, kIpcHandleBytes);
   return 0;
 }
@@ -188,12 +177,12 @@ int ipc_open(const unsigned char handle[kIpcHandleBytes], int device, void **ptr
   cudaIpcMemHandle_t h;
   __builtin_memcpy(&h, handle, kIpcHandleBytes);
   const cudaError_t e = cudaIpcOpenMemHandle(ptr, h, cudaIpcMemLazyEnablePeerAccess);
-  return e == cudaSuccess ? 0 : fail(e);
+  return cuda_ok(e) ? 0 : code(e);
 }
 
 int ipc_close(void *ptr) {
   const cudaError_t e = cudaIpcCloseMemHandle(ptr);
-  return e == cudaSuccess ? 0 : fail(e);
+  return cuda_ok(e) ? 0 : code(e);
 }
 
 }  // namespace mpix::device

@@ -1,31 +1,32 @@
 #include <cuda_runtime.h>
 
+#include "cuda_check.h"
 #include "devcomm.h"
 
 namespace mpix::device {
 
 std::unique_ptr<DevComm> DevComm::create(const MPIX_Device_comm &h, Status *status) {
   int n = 0;
-  if (cudaGetDeviceCount(&n) != cudaSuccess || n == 0) {
+  if (!cuda_ok(cudaGetDeviceCount(&n)) || n == 0) {
     *status = Status::kNoGpu;
     return nullptr;
   }
   auto d = std::make_unique<DevComm>();
   d->h_ = h;
   *status = Status::kCudaError;
-  if (cudaGetDevice(&d->device_) != cudaSuccess) return nullptr;
-  if (cudaDeviceGetPCIBusId(d->gpu_id_, sizeof d->gpu_id_, d->device_) != cudaSuccess) return nullptr;
+  if (!cuda_ok(cudaGetDevice(&d->device_))) return nullptr;
+  if (!cuda_ok(cudaDeviceGetPCIBusId(d->gpu_id_, sizeof d->gpu_id_, d->device_))) return nullptr;
   const std::uint64_t bytes = mpixd_layout(&d->h_, 0);
-  if (cudaMalloc(&d->mailbox_, bytes) != cudaSuccess) {
+  if (!cuda_ok(cudaMalloc(&d->mailbox_, bytes))) {
     d->mailbox_ = nullptr;
     return nullptr;
   }
-  if (cudaMemset(d->mailbox_, 0, bytes) != cudaSuccess) return nullptr;
-  if (cudaMalloc(&d->bases_dev_, sizeof(char *) * h.size) != cudaSuccess) {
+  if (!cuda_ok(cudaMemset(d->mailbox_, 0, bytes))) return nullptr;
+  if (!cuda_ok(cudaMalloc(&d->bases_dev_, sizeof(char *) * h.size))) {
     d->bases_dev_ = nullptr;
     return nullptr;
   }
-  if (cudaDeviceSynchronize() != cudaSuccess) return nullptr;
+  if (!cuda_ok(cudaDeviceSynchronize())) return nullptr;
   if (ipc_export(d->mailbox_, d->handle_) != 0) return nullptr;
   d->h_.local = static_cast<char *>(d->mailbox_);
   d->h_.bases = static_cast<char *const *>(d->bases_dev_);
@@ -46,7 +47,7 @@ Status DevComm::connect(const unsigned char *handles) {
     mapped_.push_back(p);
     bases[r] = static_cast<char *>(p);
   }
-  if (cudaMemcpy(bases_dev_, bases.data(), sizeof(char *) * h_.size, cudaMemcpyHostToDevice) != cudaSuccess)
+  if (!cuda_ok(cudaMemcpy(bases_dev_, bases.data(), sizeof(char *) * h_.size, cudaMemcpyHostToDevice)))
     return Status::kCudaError;
   return Status::kOk;
 }
@@ -61,8 +62,8 @@ DevComm::~DevComm() {
   // thread, or the application switched GPUs): synchronise and free there,
   // then restore the caller's device.
   int old = -1;
-  if (cudaGetDevice(&old) != cudaSuccess) old = -1;
-  const bool switched = old != device_ && cudaSetDevice(device_) == cudaSuccess;
+  if (!cuda_ok(cudaGetDevice(&old))) old = -1;
+  const bool switched = old != device_ && cuda_ok(cudaSetDevice(device_));
   // Kernels using the handle must have ended: the communicator is being
   // freed, collectively.
   cudaDeviceSynchronize();
@@ -75,14 +76,14 @@ DevComm::~DevComm() {
 
 void *mapped_alloc(std::size_t bytes) {
   int n = 0;
-  if (cudaGetDeviceCount(&n) != cudaSuccess || n == 0) return nullptr;
+  if (!cuda_ok(cudaGetDeviceCount(&n)) || n == 0) return nullptr;
   void *p = nullptr;
-  if (cudaHostAlloc(&p, bytes, cudaHostAllocMapped | cudaHostAllocPortable) != cudaSuccess) return nullptr;
+  if (!cuda_ok(cudaHostAlloc(&p, bytes, cudaHostAllocMapped | cudaHostAllocPortable))) return nullptr;
   __builtin_memset(p, 0, bytes);
   void *d = nullptr;
   // The device calls use the pointer as is: unified addressing must map it
   // to the same address (true on every 64-bit platform CUDA supports).
-  if (cudaHostGetDevicePointer(&d, p, 0) != cudaSuccess || d != p) {
+  if (!cuda_ok(cudaHostGetDevicePointer(&d, p, 0)) || d != p) {
     cudaFreeHost(p);
     return nullptr;
   }
@@ -95,10 +96,10 @@ void mapped_free(void *p) {
 
 void *device_alloc_zero(std::size_t bytes) {
   int n = 0;
-  if (cudaGetDeviceCount(&n) != cudaSuccess || n == 0) return nullptr;
+  if (!cuda_ok(cudaGetDeviceCount(&n)) || n == 0) return nullptr;
   void *p = nullptr;
-  if (cudaMalloc(&p, bytes) != cudaSuccess) return nullptr;
-  if (cudaMemset(p, 0, bytes) != cudaSuccess || cudaDeviceSynchronize() != cudaSuccess) {
+  if (!cuda_ok(cudaMalloc(&p, bytes))) return nullptr;
+  if (!cuda_ok(cudaMemset(p, 0, bytes)) || !cuda_ok(cudaDeviceSynchronize())) {
     cudaFree(p);
     return nullptr;
   }

@@ -2,6 +2,7 @@
 
 #include <cstdio>
 
+#include "cuda_check.h"
 #include "gpu.h"
 
 namespace mpix::gpu {
@@ -12,18 +13,14 @@ int device_count() {
   int n = 0;
   // Fails with cudaErrorNoDevice / cudaErrorInsufficientDriver on machines
   // without a GPU; that is an answer (0), not an error.
-  if (cudaGetDeviceCount(&n) != cudaSuccess) {
-    (void)cudaGetLastError();
-    return 0;
-  }
-  return n;
+  return mpix::device::cuda_ok(cudaGetDeviceCount(&n)) ? n : 0;
 }
 
 void describe(int device, char *buf, int len) {
   cudaDeviceProp prop;
-  if (cudaGetDeviceProperties(&prop, device) != cudaSuccess) {
-    std::snprintf(buf, static_cast<size_t>(len), "no GPU %d (%s)", device,
-                  cudaGetErrorString(cudaGetLastError()));
+  const cudaError_t e = cudaGetDeviceProperties(&prop, device);
+  if (!mpix::device::cuda_ok(e)) {
+    std::snprintf(buf, static_cast<size_t>(len), "no GPU %d (%s)", device, cudaGetErrorString(e));
     return;
   }
   int driver = 0;

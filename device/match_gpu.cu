@@ -12,6 +12,7 @@
 #include <algorithm>
 
 #include "copy.h"
+#include "cuda_check.h"
 #include "device_scope.h"
 #include "match_gpu.h"
 
@@ -47,9 +48,9 @@ struct DeviceBuffer {
     reset();
     // Headroom, so that a slowly growing batch does not reallocate each time.
     const std::size_t want = n + n / 4;
-    const cudaError_t e = cudaMalloc(&ptr, want);
-    if (e == cudaSuccess) bytes = want;
-    return e;
+    MPIX_CUDA_TRY(cudaMalloc(&ptr, want));
+    bytes = want;
+    return cudaSuccess;
   }
   template <class T>
   T *as() const {
@@ -194,20 +195,19 @@ struct GpuMatchScratch::Impl {
   }
 
   cudaError_t prepare(std::uint32_t n, std::uint32_t cap, cudaStream_t s) {
-    if (device < 0 && cudaGetDevice(&device) != cudaSuccess) return cudaErrorNoDevice;
-    cudaError_t e = cudaSuccess;
-    if (counts_dev == nullptr && (e = cudaMalloc(&counts_dev, sizeof(BatchCounts))) != cudaSuccess) return e;
-    if (counts_host == nullptr && (e = cudaMallocHost(&counts_host, sizeof(BatchCounts))) != cudaSuccess) return e;
+    if (device < 0 && !cuda_ok(cudaGetDevice(&device))) return cudaErrorNoDevice;
+    if (counts_dev == nullptr) MPIX_CUDA_TRY(cudaMalloc(&counts_dev, sizeof(BatchCounts)));
+    if (counts_host == nullptr) MPIX_CUDA_TRY(cudaMallocHost(&counts_host, sizeof(BatchCounts)));
     const std::size_t words = std::size_t{n} * sizeof(std::uint32_t);
     for (DeviceBuffer *d : {&rep, &idx, &rep_sorted, &idx_sorted, &start, &aend, &end, &partner, &flag, &pos})
-      if ((e = d->reserve(words)) != cudaSuccess) return e;
-    if ((e = table.reserve(std::size_t{cap} * sizeof(std::uint32_t))) != cudaSuccess) return e;
+      MPIX_CUDA_TRY(d->reserve(words));
+    MPIX_CUDA_TRY(table.reserve(std::size_t{cap} * sizeof(std::uint32_t)));
     std::size_t sort_bytes = 0, scan_bytes = 0;
-    e = cub::DeviceRadixSort::SortPairs(nullptr, sort_bytes, rep.as<std::uint32_t>(), rep_sorted.as<std::uint32_t>(),
-                                        idx.as<std::uint32_t>(), idx_sorted.as<std::uint32_t>(), n, 0, bits_for(n), s);
-    if (e != cudaSuccess) return e;
-    e = cub::DeviceScan::ExclusiveSum(nullptr, scan_bytes, flag.as<std::uint32_t>(), pos.as<std::uint32_t>(), n, s);
-    if (e != cudaSuccess) return e;
+    MPIX_CUDA_TRY(cub::DeviceRadixSort::SortPairs(nullptr, sort_bytes, rep.as<std::uint32_t>(),
+                                                  rep_sorted.as<std::uint32_t>(), idx.as<std::uint32_t>(),
+                                                  idx_sorted.as<std::uint32_t>(), n, 0, bits_for(n), s));
+    MPIX_CUDA_TRY(
+        cub::DeviceScan::ExclusiveSum(nullptr, scan_bytes, flag.as<std::uint32_t>(), pos.as<std::uint32_t>(), n, s));
     return temp.reserve(std::max(sort_bytes, scan_bytes));
   }
 
@@ -217,29 +217,26 @@ struct GpuMatchScratch::Impl {
     const std::uint32_t n = n_a + n_r;
     std::uint32_t cap = 64;
     while (cap < 2u * n && cap < 0x80000000u) cap *= 2;
-    cudaError_t e = prepare(n, cap, s);
-    if (e != cudaSuccess) return e;
+    MPIX_CUDA_TRY(prepare(n, cap, s));
     auto *table_p = table.as<std::uint32_t>();
     auto *rep_p = rep.as<std::uint32_t>(), *idx_p = idx.as<std::uint32_t>();
     auto *reps = rep_sorted.as<std::uint32_t>(), *idxs = idx_sorted.as<std::uint32_t>();
     auto *st = start.as<std::uint32_t>(), *ae = aend.as<std::uint32_t>(), *en = end.as<std::uint32_t>();
     auto *part = partner.as<std::uint32_t>(), *fl = flag.as<std::uint32_t>(), *ps = pos.as<std::uint32_t>();
     const unsigned grid = grid_for(n);
-    if ((e = cudaMemsetAsync(table_p, 0xff, std::size_t{cap} * sizeof(std::uint32_t), s)) != cudaSuccess) return e;
+    MPIX_CUDA_TRY(cudaMemsetAsync(table_p, 0xff, std::size_t{cap} * sizeof(std::uint32_t), s));
     k_insert<<<grid, kBlock, 0, s>>>(a, r, n_a, n, table_p, cap - 1, rep_p, idx_p);
     std::size_t temp_bytes = temp.bytes;
-    e = cub::DeviceRadixSort::SortPairs(temp.ptr, temp_bytes, rep_p, reps, idx_p, idxs, n, 0, bits_for(n), s);
-    if (e != cudaSuccess) return e;
+    MPIX_CUDA_TRY(cub::DeviceRadixSort::SortPairs(temp.ptr, temp_bytes, rep_p, reps, idx_p, idxs, n, 0, bits_for(n), s));
     k_segments<<<grid, kBlock, 0, s>>>(reps, idxs, n_a, n, st, ae, en);
     k_pair<kFifo><<<grid, kBlock, 0, s>>>(reps, idxs, n_a, n, st, ae, en, part, fl);
     temp_bytes = temp.bytes;
-    if ((e = cub::DeviceScan::ExclusiveSum(temp.ptr, temp_bytes, fl, ps, n, s)) != cudaSuccess) return e;
+    MPIX_CUDA_TRY(cub::DeviceScan::ExclusiveSum(temp.ptr, temp_bytes, fl, ps, n, s));
     k_scatter<<<grid, kBlock, 0, s>>>(a, r, n_a, n, part, fl, ps, out, counts_dev);
-    if ((e = cudaGetLastError()) != cudaSuccess) return e;
-    if ((e = cudaMemcpyAsync(counts_host, counts_dev, sizeof(BatchCounts), cudaMemcpyDeviceToHost, s)) !=
-        cudaSuccess)
-      return e;
-    return cudaStreamSynchronize(s);
+    MPIX_CUDA_TRY(cudaGetLastError());  // the launches
+    MPIX_CUDA_TRY(cudaMemcpyAsync(counts_host, counts_dev, sizeof(BatchCounts), cudaMemcpyDeviceToHost, s));
+    MPIX_CUDA_TRY(cudaStreamSynchronize(s));
+    return cudaSuccess;
   }
 
   template <bool kFifo>
@@ -251,8 +248,7 @@ struct GpuMatchScratch::Impl {
     }
     if (std::uint64_t{n_a} + n_r >= kGpuMatchMaxItems) return cudaErrorInvalidValue;
     DeviceScope scope(device);
-    const cudaError_t e = run<kFifo>(a, n_a, r, n_r, out, s);
-    if (e != cudaSuccess) return e;
+    MPIX_CUDA_TRY(run<kFifo>(a, n_a, r, n_r, out, s));
     *counts = *counts_host;
     return 0;
   }
@@ -265,43 +261,38 @@ struct GpuMatchScratch::Impl {
       return 0;
     }
     if (std::uint64_t{n_a} + n_r >= kGpuMatchMaxItems) return cudaErrorInvalidValue;
-    if (device < 0 && cudaGetDevice(&device) != cudaSuccess) return cudaErrorNoDevice;
+    if (device < 0 && !cuda_ok(cudaGetDevice(&device))) return cudaErrorNoDevice;
     DeviceScope scope(device);
-    cudaError_t e = cudaSuccess;
-    if (stream == nullptr && (e = cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking)) != cudaSuccess)
-      return e;
+    if (stream == nullptr) MPIX_CUDA_TRY(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
     const std::size_t in_a = std::size_t{n_a} * sizeof(BatchItem), in_r = std::size_t{n_r} * sizeof(BatchItem);
     const std::uint32_t max_pairs = std::min(n_a, n_r);
     const std::size_t out_p = std::size_t{max_pairs} * sizeof(BatchPair);
     const std::size_t out_ua = std::size_t{n_a} * sizeof(std::uint32_t);
     const std::size_t out_ur = std::size_t{n_r} * sizeof(std::uint32_t);
-    if ((e = host_in.reserve(in_a + in_r)) != cudaSuccess) return e;
-    if ((e = host_out.reserve(out_p + out_ua + out_ur)) != cudaSuccess) return e;
+    MPIX_CUDA_TRY(host_in.reserve(in_a + in_r));
+    MPIX_CUDA_TRY(host_out.reserve(out_p + out_ua + out_ur));
     auto *da = host_in.as<BatchItem>();
     auto *dr = da + n_a;
     char *o = host_out.as<char>();
     const BatchOutput dout{reinterpret_cast<BatchPair *>(o), reinterpret_cast<std::uint32_t *>(o + out_p),
                            reinterpret_cast<std::uint32_t *>(o + out_p + out_ua)};
-    if (n_a > 0 && (e = cudaMemcpyAsync(da, a, in_a, cudaMemcpyHostToDevice, stream)) != cudaSuccess) return e;
-    if (n_r > 0 && (e = cudaMemcpyAsync(dr, r, in_r, cudaMemcpyHostToDevice, stream)) != cudaSuccess) return e;
-    if ((e = run<kFifo>(da, n_a, dr, n_r, dout, stream)) != cudaSuccess) return e;
+    if (n_a > 0) MPIX_CUDA_TRY(cudaMemcpyAsync(da, a, in_a, cudaMemcpyHostToDevice, stream));
+    if (n_r > 0) MPIX_CUDA_TRY(cudaMemcpyAsync(dr, r, in_r, cudaMemcpyHostToDevice, stream));
+    MPIX_CUDA_TRY(run<kFifo>(da, n_a, dr, n_r, dout, stream));
     const BatchCounts c = *counts_host;
     // Only the filled parts come back.
-    if (c.pairs > 0 &&
-        (e = cudaMemcpyAsync(out.pairs, dout.pairs, std::size_t{c.pairs} * sizeof(BatchPair), cudaMemcpyDeviceToHost,
-                             stream)) != cudaSuccess)
-      return e;
-    if (c.unmatched_arrivals > 0 &&
-        (e = cudaMemcpyAsync(out.unmatched_arrivals, dout.unmatched_arrivals,
-                             std::size_t{c.unmatched_arrivals} * sizeof(std::uint32_t), cudaMemcpyDeviceToHost,
-                             stream)) != cudaSuccess)
-      return e;
-    if (c.unmatched_receives > 0 &&
-        (e = cudaMemcpyAsync(out.unmatched_receives, dout.unmatched_receives,
-                             std::size_t{c.unmatched_receives} * sizeof(std::uint32_t), cudaMemcpyDeviceToHost,
-                             stream)) != cudaSuccess)
-      return e;
-    if ((e = cudaStreamSynchronize(stream)) != cudaSuccess) return e;
+    if (c.pairs > 0)
+      MPIX_CUDA_TRY(cudaMemcpyAsync(out.pairs, dout.pairs, std::size_t{c.pairs} * sizeof(BatchPair),
+                                    cudaMemcpyDeviceToHost, stream));
+    if (c.unmatched_arrivals > 0)
+      MPIX_CUDA_TRY(cudaMemcpyAsync(out.unmatched_arrivals, dout.unmatched_arrivals,
+                                    std::size_t{c.unmatched_arrivals} * sizeof(std::uint32_t), cudaMemcpyDeviceToHost,
+                                    stream));
+    if (c.unmatched_receives > 0)
+      MPIX_CUDA_TRY(cudaMemcpyAsync(out.unmatched_receives, dout.unmatched_receives,
+                                    std::size_t{c.unmatched_receives} * sizeof(std::uint32_t), cudaMemcpyDeviceToHost,
+                                    stream));
+    MPIX_CUDA_TRY(cudaStreamSynchronize(stream));
     *counts = c;
     return 0;
   }
@@ -314,7 +305,7 @@ void GpuMatchScratch::release() { impl_ = std::make_unique<Impl>(); }
 
 bool gpu_match_available() {
   int n = 0;
-  return cudaGetDeviceCount(&n) == cudaSuccess && n > 0;
+  return cuda_ok(cudaGetDeviceCount(&n)) && n > 0;
 }
 
 int gpu_match_batch_fifo(const BatchItem *arrivals, std::uint32_t n_arrivals, const BatchItem *receives,

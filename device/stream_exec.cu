@@ -7,10 +7,14 @@
 #include <algorithm>
 #include <mutex>
 
+#include "cuda_check.h"
 #include "mpix_device/ops.cuh"
 #include "stream_exec.h"
 
 namespace mpix::gpu {
+
+using device::cuda_ok;
+
 namespace {
 
 // Waits of up to this many requests carry their list in the kernel's
@@ -484,7 +488,8 @@ __global__ void copy_from_slot_kernel(unsigned char *dst, const StagedSlot *slot
   for (std::size_t i = nw * 8 + threadIdx.x; i < n; i += blockDim.x) dst[i] = static_cast<const volatile unsigned char *>(src)[i];
 }
 
-Status launched() { return cudaGetLastError() == cudaSuccess ? Status::kOk : Status::kCudaError; }
+// After <<<>>> launches: whether they were accepted.
+Status launched() { return cuda_ok(cudaGetLastError()) ? Status::kOk : Status::kCudaError; }
 
 // Launches a kernel of ours on s, allowed to start before the previous
 // kernel of the stream ends (see after_previous).
@@ -499,11 +504,7 @@ Status launch(void (*kernel)(Params...), unsigned blocks, unsigned threads, cuda
   attr[0].val.programmaticStreamSerializationAllowed = 1;
   cfg.attrs = attr;
   cfg.numAttrs = 1;
-  if (cudaLaunchKernelEx(&cfg, kernel, args...) != cudaSuccess) {
-    (void)cudaGetLastError();
-    return Status::kCudaError;
-  }
-  return Status::kOk;
+  return cuda_ok(cudaLaunchKernelEx(&cfg, kernel, args...)) ? Status::kOk : Status::kCudaError;
 }
 
 // Messages of at least this many chunks move by several blocks at once.
@@ -515,10 +516,7 @@ constexpr unsigned kWideBlocks = 16;
 BufferKind buffer_kind(const void *p, const void **kernel_view) {
   *kernel_view = p;
   cudaPointerAttributes a{};
-  if (p == nullptr || cudaPointerGetAttributes(&a, p) != cudaSuccess) {
-    (void)cudaGetLastError();
-    return BufferKind::kPageable;
-  }
+  if (p == nullptr || !cuda_ok(cudaPointerGetAttributes(&a, p))) return BufferKind::kPageable;
   switch (a.type) {
     case cudaMemoryTypeDevice:
     case cudaMemoryTypeManaged: return BufferKind::kDevice;
@@ -557,7 +555,7 @@ struct StreamExec::Impl {
   }
   bool current() {
     int cur = -1;
-    return (cudaGetDevice(&cur) == cudaSuccess && cur == device) || cudaSetDevice(device) == cudaSuccess;
+    return (cuda_ok(cudaGetDevice(&cur)) && cur == device) || cuda_ok(cudaSetDevice(device));
   }
 };
 
@@ -566,8 +564,7 @@ StreamExec::~StreamExec() = default;
 
 std::unique_ptr<StreamExec> StreamExec::create(void *cuda_stream, const MPIX_Device_comm &h, Status *status) {
   int ngpu = 0;
-  if (cudaGetDeviceCount(&ngpu) != cudaSuccess || ngpu == 0 || h.path != MPIXD_PATH_IPC) {
-    (void)cudaGetLastError();
+  if (!cuda_ok(cudaGetDeviceCount(&ngpu)) || ngpu == 0 || h.path != MPIXD_PATH_IPC) {
     *status = Status::kNoGpu;
     return nullptr;
   }
@@ -575,19 +572,14 @@ std::unique_ptr<StreamExec> StreamExec::create(void *cuda_stream, const MPIX_Dev
   impl->stream = static_cast<cudaStream_t>(cuda_stream);
   impl->h = h;
   *status = Status::kCudaError;
-  if (cudaStreamGetDevice(impl->stream, &impl->device) != cudaSuccess && cudaGetDevice(&impl->device) != cudaSuccess) {
-    (void)cudaGetLastError();
+  if (!cuda_ok(cudaStreamGetDevice(impl->stream, &impl->device)) && !cuda_ok(cudaGetDevice(&impl->device)))
     return nullptr;
-  }
   void *mem = nullptr;
-  if (cudaHostAlloc(&mem, sizeof(ExecFailure), cudaHostAllocMapped | cudaHostAllocPortable) != cudaSuccess) {
-    (void)cudaGetLastError();
-    return nullptr;
-  }
+  if (!cuda_ok(cudaHostAlloc(&mem, sizeof(ExecFailure), cudaHostAllocMapped | cudaHostAllocPortable))) return nullptr;
   // The most threads each kernel launches with (registers decide), in warps.
   const auto limit = [](const void *fn) {
     cudaFuncAttributes a{};
-    if (cudaFuncGetAttributes(&a, fn) != cudaSuccess || a.maxThreadsPerBlock < 32) return 32u;
+    if (!cuda_ok(cudaFuncGetAttributes(&a, fn)) || a.maxThreadsPerBlock < 32) return 32u;
     return static_cast<unsigned>(a.maxThreadsPerBlock) / 32u * 32u;
   };
   impl->send_limit = limit(reinterpret_cast<const void *>(send_kernel));
@@ -598,9 +590,8 @@ std::unique_ptr<StreamExec> StreamExec::create(void *cuda_stream, const MPIX_Dev
   impl->wide_limit = std::min(limit(reinterpret_cast<const void *>(send_wide_kernel)),
                               limit(reinterpret_cast<const void *>(recv_wide_kernel)));
   void *wide = nullptr;
-  if (cudaMalloc(&wide, sizeof(WideState)) != cudaSuccess || cudaMemset(wide, 0, sizeof(WideState)) != cudaSuccess ||
-      cudaDeviceSynchronize() != cudaSuccess) {
-    (void)cudaGetLastError();
+  if (!cuda_ok(cudaMalloc(&wide, sizeof(WideState))) || !cuda_ok(cudaMemset(wide, 0, sizeof(WideState))) ||
+      !cuda_ok(cudaDeviceSynchronize())) {
     if (wide != nullptr) cudaFree(wide);
     cudaFreeHost(mem);
     return nullptr;
@@ -686,8 +677,8 @@ Status StreamExec::wait(const std::vector<DeviceRequest> &reqs, const std::vecto
   }
   void *dev = nullptr;
   const std::size_t bytes = table.size() * sizeof(void *);
-  if (cudaMallocAsync(&dev, bytes, m.stream) != cudaSuccess) return launched();
-  if (cudaMemcpyAsync(dev, table.data(), bytes, cudaMemcpyHostToDevice, m.stream) != cudaSuccess) return launched();
+  if (!cuda_ok(cudaMallocAsync(&dev, bytes, m.stream))) return Status::kCudaError;
+  if (!cuda_ok(cudaMemcpyAsync(dev, table.data(), bytes, cudaMemcpyHostToDevice, m.stream))) return Status::kCudaError;
   auto *const *dreqs = static_cast<MPIX_Device_request *const *>(dev);
   auto *const *dres = reinterpret_cast<ExecResult *const *>(static_cast<void **>(dev) + n);
   const Status st =
@@ -700,10 +691,7 @@ DeviceRequest StreamExec::take_request() {
   Impl &m = *impl_;
   if (m.free_requests.empty()) {
     void *chunk = nullptr;
-    if (!m.current() || cudaMalloc(&chunk, sizeof(MPIX_Device_request) * kRequestChunk) != cudaSuccess) {
-      (void)cudaGetLastError();
-      return nullptr;
-    }
+    if (!m.current() || !cuda_ok(cudaMalloc(&chunk, sizeof(MPIX_Device_request) * kRequestChunk))) return nullptr;
     // Inactive until a start kernel fills one (stream-ordered after this
     // synchronous memset).
     cudaMemset(chunk, 0, sizeof(MPIX_Device_request) * kRequestChunk);
@@ -725,11 +713,8 @@ ExecResult *StreamExec::take_result() {
   std::lock_guard<std::mutex> g(m.results_mutex);
   if (m.free_results.empty()) {
     void *chunk = nullptr;
-    if (cudaHostAlloc(&chunk, sizeof(ExecResult) * kResultChunk, cudaHostAllocMapped | cudaHostAllocPortable) !=
-        cudaSuccess) {
-      (void)cudaGetLastError();
+    if (!cuda_ok(cudaHostAlloc(&chunk, sizeof(ExecResult) * kResultChunk, cudaHostAllocMapped | cudaHostAllocPortable)))
       return nullptr;
-    }
     auto *res = static_cast<ExecResult *>(chunk);
     m.result_chunks.push_back(res);
     for (int i = kResultChunk - 1; i >= 0; --i) m.free_results.push_back(res + i);
@@ -748,18 +733,13 @@ void StreamExec::give_back(ExecResult *r) {
 void *StreamExec::stage(std::size_t bytes) {
   Impl &m = *impl_;
   void *p = nullptr;
-  if (!m.current() || cudaMallocAsync(&p, bytes > 0 ? bytes : 1, m.stream) != cudaSuccess) {
-    (void)cudaGetLastError();
-    return nullptr;
-  }
-  return p;
+  return m.current() && cuda_ok(cudaMallocAsync(&p, bytes > 0 ? bytes : 1, m.stream)) ? p : nullptr;
 }
 
 Status StreamExec::copy(void *dst, const void *src, std::size_t bytes) {
   Impl &m = *impl_;
   if (bytes == 0) return Status::kOk;
-  if (cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, m.stream) != cudaSuccess) return launched();
-  return Status::kOk;
+  return cuda_ok(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, m.stream)) ? Status::kOk : Status::kCudaError;
 }
 
 void StreamExec::unstage(void *p) {
@@ -777,10 +757,7 @@ bool StreamExec::take_failure(ExecFailure *f) {
 
 StagedSlot *staged_slot_alloc() {
   void *p = nullptr;
-  if (cudaHostAlloc(&p, sizeof(StagedSlot), cudaHostAllocMapped | cudaHostAllocPortable) != cudaSuccess) {
-    (void)cudaGetLastError();
-    return nullptr;
-  }
+  if (!cuda_ok(cudaHostAlloc(&p, sizeof(StagedSlot), cudaHostAllocMapped | cudaHostAllocPortable))) return nullptr;
   return static_cast<StagedSlot *>(p);
 }
 
@@ -790,10 +767,9 @@ void staged_slot_free(StagedSlot *s) {
 
 Status stage_to_host(void *cuda_stream, StagedSlot *slot, const void *src, std::size_t n) {
   if (n == 0) return Status::kOk;
-  if (cudaMemcpyAsync(slot->data, src, n, cudaMemcpyDeviceToHost, static_cast<cudaStream_t>(cuda_stream)) !=
-      cudaSuccess)
-    return launched();
-  return Status::kOk;
+  return cuda_ok(cudaMemcpyAsync(slot->data, src, n, cudaMemcpyDeviceToHost, static_cast<cudaStream_t>(cuda_stream)))
+             ? Status::kOk
+             : Status::kCudaError;
 }
 
 Status stage_from_host(void *cuda_stream, void *dst, const StagedSlot *slot, std::size_t capacity) {

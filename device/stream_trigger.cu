@@ -5,6 +5,8 @@
 #include <cudaTypedefs.h>
 #include <cuda_runtime.h>
 
+#include "cuda_check.h"
+
 #include <cstdint>
 #include <mutex>
 
@@ -25,16 +27,13 @@ const DriverOps &driver_ops() {
   std::call_once(once, [] {
     cudaDriverEntryPointQueryResult q;
     void *fn = nullptr;
-    if (cudaGetDriverEntryPointByVersion("cuStreamWriteValue32", &fn, 12000, cudaEnableDefault, &q) ==
-            cudaSuccess &&
+    if (device::cuda_ok(cudaGetDriverEntryPointByVersion("cuStreamWriteValue32", &fn, 12000, cudaEnableDefault, &q)) &&
         q == cudaDriverEntryPointSuccess)
       ops.write_value32 = reinterpret_cast<PFN_cuStreamWriteValue32_v11070>(fn);
     fn = nullptr;
-    if (cudaGetDriverEntryPointByVersion("cuStreamWaitValue32", &fn, 12000, cudaEnableDefault, &q) ==
-            cudaSuccess &&
+    if (device::cuda_ok(cudaGetDriverEntryPointByVersion("cuStreamWaitValue32", &fn, 12000, cudaEnableDefault, &q)) &&
         q == cudaDriverEntryPointSuccess)
       ops.wait_value32 = reinterpret_cast<PFN_cuStreamWaitValue32_v11070>(fn);
-    (void)cudaGetLastError();
   });
   return ops;
 }
@@ -65,24 +64,21 @@ StreamTrigger::~StreamTrigger() = default;
 
 std::unique_ptr<StreamTrigger> StreamTrigger::create(void *cuda_stream, Status *status) {
   int ngpu = 0;
-  if (cudaGetDeviceCount(&ngpu) != cudaSuccess || ngpu == 0 || !driver_ops().ok()) {
-    (void)cudaGetLastError();
+  if (!device::cuda_ok(cudaGetDeviceCount(&ngpu)) || ngpu == 0 || !driver_ops().ok()) {
     *status = Status::kNoGpu;
     return nullptr;
   }
   auto impl = std::make_unique<Impl>();
   impl->stream = static_cast<cudaStream_t>(cuda_stream);
-  if (cudaStreamGetDevice(impl->stream, &impl->device) != cudaSuccess) {
-    (void)cudaGetLastError();
-    if (cudaGetDevice(&impl->device) != cudaSuccess) {
+  if (!device::cuda_ok(cudaStreamGetDevice(impl->stream, &impl->device))) {
+    if (!device::cuda_ok(cudaGetDevice(&impl->device))) {
       *status = Status::kCudaError;
       return nullptr;
     }
   }
   void *mem = nullptr;
   // Portable: the stream's device may differ from the current one.
-  if (cudaHostAlloc(&mem, sizeof(Words), cudaHostAllocMapped | cudaHostAllocPortable) != cudaSuccess) {
-    (void)cudaGetLastError();
+  if (!device::cuda_ok(cudaHostAlloc(&mem, sizeof(Words), cudaHostAllocMapped | cudaHostAllocPortable))) {
     *status = Status::kCudaError;
     return nullptr;
   }
@@ -90,8 +86,7 @@ std::unique_ptr<StreamTrigger> StreamTrigger::create(void *cuda_stream, Status *
   impl->words->trigger = 0;
   impl->words->done = 0;
   void *dev = nullptr;
-  if (cudaHostGetDevicePointer(&dev, mem, 0) != cudaSuccess) {
-    (void)cudaGetLastError();
+  if (!device::cuda_ok(cudaHostGetDevicePointer(&dev, mem, 0))) {
     *status = Status::kCudaError;
     return nullptr;
   }
@@ -127,7 +122,7 @@ void *StreamTrigger::cuda_stream() const { return impl_->stream; }
 
 void StreamTrigger::make_current() const {
   int cur = -1;
-  if (cudaGetDevice(&cur) != cudaSuccess || cur != impl_->device) cudaSetDevice(impl_->device);
+  if (!device::cuda_ok(cudaGetDevice(&cur)) || cur != impl_->device) device::cuda_ok(cudaSetDevice(impl_->device));
 }
 
 }  // namespace mpix::gpu

@@ -20,9 +20,9 @@ MPIX_TRANSPORT_TESTLISTS = test/mpi/testlist test/mpi/p2p/testlist test/mpi/stre
 MPIX_UCX_TCP = tcp,self
 # The libfabric transport likewise, once with its shm provider and once
 # with tcp (FI_PROVIDER, libfabric's own variable: MPICH here does not use
-# libfabric). Which of those extra passes run: .ci/run keeps only pmpi in
-# its sanitizer builds (their default pass already runs the UCX code, over
-# shared memory) to stay inside its time budget.
+# libfabric). Which of those extra passes run: .ci/run's sanitizer builds
+# run none (their default pass already runs the UCX code, over shared
+# memory) to stay inside its time budget.
 MPIX_TRANSPORT_PASSES = ucx-tcp pmpi ofi-shm ofi-tcp
 MPIX_UCX_BUILT =
 if HAVE_UCX
@@ -66,3 +66,20 @@ check-mpich: all
 	$(top_srcdir)/test/external/check-mpich.sh --lib $(abs_top_builddir)/src/.libs/libmpix.so $(CHECK_MPICH_RUNS)
 
 .PHONY: check-mpich
+
+# mpi4py's own test suite (17 modules: point-to-point, communicators,
+# requests, status, datatypes, errors; see test/external/check-mpi4py.sh),
+# mpi4py built against $(MPICC) in a cached venv, with 1 and 2 ranks:
+# natively, under LD_PRELOAD, with MPIX_INTERCEPT=all (every message through
+# mpix's engine), the same with every message as rendezvous
+# (MPIX_EAGER_LIMIT=0), and on the pmpi transport where ucx is the default.
+CHECK_MPI4PY_RUNS = --run preload --run preload:MPIX_INTERCEPT=all \
+	--run preload:MPIX_INTERCEPT=all,MPIX_EAGER_LIMIT=0
+if HAVE_UCX
+CHECK_MPI4PY_RUNS += --run preload:MPIX_INTERCEPT=all,MPIX_TRANSPORT=pmpi
+endif
+check-mpi4py: all
+	$(top_srcdir)/test/external/check-mpi4py.sh --lib $(abs_top_builddir)/src/.libs/libmpix.so \
+	  --mpicc "$(MPICC)" --mpiexec "$(MPIEXEC)" $(CHECK_MPI4PY_RUNS)
+
+.PHONY: check-mpi4py

@@ -169,6 +169,27 @@ MPIX_INTERCEPT int MPI_Sendrecv_replace_c(void *buf, MPI_Count count, MPI_Dataty
   return MPI_Sendrecv_replace(buf, static_cast<int>(count), dtype, dest, sendtag, source, recvtag, comm, status);
 }
 
+MPIX_INTERCEPT int MPI_Isendrecv_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, int dest,
+                                   int sendtag, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype,
+                                   int source, int recvtag, MPI_Comm comm, MPI_Request *request) {
+  auto c = lookup(comm);
+  if (!c || !c->handled())
+    return PMPI_Isendrecv_c(sendbuf, sendcount, sendtype, dest, sendtag, recvbuf, recvcount, recvtype, source,
+                            recvtag, comm, request);
+  if (!fits(sendcount) || !fits(recvcount)) return raise_class(comm, MPI_ERR_COUNT);
+  return MPI_Isendrecv(sendbuf, static_cast<int>(sendcount), sendtype, dest, sendtag, recvbuf,
+                       static_cast<int>(recvcount), recvtype, source, recvtag, comm, request);
+}
+
+MPIX_INTERCEPT int MPI_Isendrecv_replace_c(void *buf, MPI_Count count, MPI_Datatype dtype, int dest, int sendtag,
+                                           int source, int recvtag, MPI_Comm comm, MPI_Request *request) {
+  auto c = lookup(comm);
+  if (!c || !c->handled())
+    return PMPI_Isendrecv_replace_c(buf, count, dtype, dest, sendtag, source, recvtag, comm, request);
+  if (!fits(count)) return raise_class(comm, MPI_ERR_COUNT);
+  return MPI_Isendrecv_replace(buf, static_cast<int>(count), dtype, dest, sendtag, source, recvtag, comm, request);
+}
+
 MPIX_INTERCEPT int MPI_Mrecv_c(void *buf, MPI_Count count, MPI_Datatype dtype, MPI_Message *message,
                                MPI_Status *status) {
   if (fits(count)) return MPI_Mrecv(buf, static_cast<int>(count), dtype, message, status);

@@ -15,6 +15,12 @@ namespace mpix::p2p {
 // wildcards allowed unless the hints forbid them.
 int comm_created(MPI_Comm newcomm, const Hints &hints, bool force = false);
 
+// MPI_Comm_idup(_with_info) of a communicator mpix will handle (h): the
+// request completes once the child is attached (src/p2p/comm_idup.cc).
+int idup_handled(MPI_Comm comm, MPI_Info info, const Hints &h, MPI_Comm *newcomm, MPI_Request *request);
+// Waits for the children still being made (MPI_Finalize).
+void idup_join_all();
+
 // MPI_Init: MPIX_INTERCEPT=all handles MPI_COMM_WORLD and MPI_COMM_SELF.
 int p2p_start(bool intercept_all);
 // MPI_Finalize: releases requests and detaches every communicator.
