@@ -37,10 +37,17 @@ constexpr std::size_t kMinSlots = 16, kMaxSlots = 256;
 // Room in a receive buffer beyond the envelope: the eager limit, and at
 // least what a GPU envelope's descriptor needs.
 constexpr std::size_t kMinPayloadRoom = 1024;
-// Completion entries read per fi_cq_read, and batches per poll (a flood
-// does not keep one poll from returning).
+// Completion entries read per fi_cq_read, and reads per round of a poll.
+// A round reads the queue while it yields entries and retries the sends
+// that waited for room; a poll goes on with another while either did
+// something, up to kRoundsPerPoll. So a flood does not keep one poll from
+// returning, yet a sender with thousands of operations in flight retires
+// many per poll: shm hands out a completion per read when its queues are
+// full, and a call like MPI_Waitall pays a scan of its requests per poll
+// (one completion per poll made a 100000-send flood take minutes).
 constexpr std::size_t kCqBatch = 16;
-constexpr int kCqBatchesPerPoll = 8;
+constexpr int kCqReadsPerRound = 8;
+constexpr int kRoundsPerPoll = 32;
 // Frames injected are copied into scratch_ first: no more than this.
 constexpr std::size_t kMaxInject = 16384;
 
@@ -582,7 +589,7 @@ void Fabric::handle(void *context, int err, std::size_t length) {
 int Fabric::drain_queue() {
   int n = 0;
   fi_cq_data_entry entries[kCqBatch];
-  for (int batch = 0; batch < kCqBatchesPerPoll; ++batch) {
+  for (int reads = 0; reads < kCqReadsPerRound; ++reads) {
     const ssize_t got = fi_cq_read(cq_.get(), entries, kCqBatch);
     if (got == -FI_EAVAIL) {
       fi_cq_err_entry e{};
@@ -597,19 +604,23 @@ int Fabric::drain_queue() {
     }
     for (ssize_t i = 0; i < got; ++i) handle(entries[i].op_context, 0, entries[i].len);
     n += static_cast<int>(got);
-    if (static_cast<std::size_t>(got) < kCqBatch) break;
   }
   return n;
 }
 
 int Fabric::poll() {
-  int n = drain_queue();
-  if (!unposted_.empty()) {
-    std::vector<RecvSlot *> again;
-    again.swap(unposted_);
-    for (RecvSlot *slot : again) post_receive(slot);
+  int n = 0;
+  for (int round = 0; round < kRoundsPerPoll; ++round) {
+    const int read = drain_queue();
+    if (!unposted_.empty()) {
+      std::vector<RecvSlot *> again;
+      again.swap(unposted_);
+      for (RecvSlot *slot : again) post_receive(slot);
+    }
+    const int sent = queued_.empty() ? 0 : retry_queued();
+    n += read + sent;
+    if (read == 0 && sent == 0) break;
   }
-  if (!queued_.empty()) n += retry_queued();
   while (!completed_.empty()) {
     std::vector<Done> done;
     done.swap(completed_);

@@ -77,6 +77,7 @@ class SyncOp final : public Op {
     delete this;  // NOLINT: self-owned until sent and acknowledged
   }
   Envelope env;
+  std::unique_ptr<char[]> data;  // envelope + payload, for providers without iov
   Pending *done;
   Context ctx;
   Descs descs;
@@ -227,9 +228,16 @@ int OfiLink::send_eager(int dest, const WireHeader &h, const void *payload, std:
     // the data may stay where it is until then.
     int rc = r == -FI_EAGAIN ? MPI_SUCCESS : mpi_error(static_cast<int>(r), "synchronous send");
     iovec iov[2] = {{&op->env, sizeof op->env}, {const_cast<void *>(payload), n}};
-    const std::size_t count = n > 0 ? 2 : 1;
-    if (rc == MPI_SUCCESS) rc = op->descs.add(f_, 0, &op->env, sizeof op->env, FI_SEND);
-    if (rc == MPI_SUCCESS && n > 0) rc = op->descs.add(f_, 1, payload, n, FI_SEND);
+    std::size_t count = n > 0 ? 2 : 1;
+    if (count == 2 && f_.iov_limit() < 2) {
+      op->data = std::make_unique<char[]>(sizeof op->env + n);
+      std::memcpy(op->data.get(), &op->env, sizeof op->env);
+      std::memcpy(op->data.get() + sizeof op->env, payload, n);
+      iov[0] = {op->data.get(), sizeof op->env + n};
+      count = 1;
+    }
+    for (std::size_t i = 0; i < count && rc == MPI_SUCCESS; ++i)
+      rc = op->descs.add(f_, static_cast<int>(i), iov[i].iov_base, iov[i].iov_len, FI_SEND);
     if (rc == MPI_SUCCESS) rc = f_.send(peer, iov, op->descs.desc, count, op.get(), &op->ctx);
     if (rc != MPI_SUCCESS) {
       f_.forget_ack(op->env.cookie);
