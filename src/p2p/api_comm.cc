@@ -97,23 +97,27 @@ MPIX_INTERCEPT int MPI_Comm_idup(MPI_Comm comm, MPI_Comm *newcomm, MPI_Request *
   return idup_handled(comm, MPI_INFO_NULL, h, newcomm, request);
 }
 
-#if MPI_VERSION >= 4
+// MPI-4 constructors, where the MPI library has them (configure's checks).
+#ifdef MPIX_HAVE_MPI_COMM_IDUP_WITH_INFO
 MPIX_INTERCEPT int MPI_Comm_idup_with_info(MPI_Comm comm, MPI_Info info, MPI_Comm *newcomm, MPI_Request *request) {
   const Hints h = hints_from_info(info);
   if (!will_handle(h)) return PMPI_Comm_idup_with_info(comm, info, newcomm, request);
   return idup_handled(comm, info, h, newcomm, request);
 }
+#endif
 
-MPIX_INTERCEPT int MPI_Comm_split_type(MPI_Comm comm, int split_type, int key, MPI_Info info, MPI_Comm *newcomm) {
-  return after(PMPI_Comm_split_type(comm, split_type, key, info, newcomm), newcomm, hints_from_info(info));
-}
-
+#ifdef MPIX_HAVE_MPI_SESSIONS
 MPIX_INTERCEPT int MPI_Comm_create_from_group(MPI_Group group, const char *stringtag, MPI_Info info,
                                               MPI_Errhandler errhandler, MPI_Comm *newcomm) {
   return after(PMPI_Comm_create_from_group(group, stringtag, info, errhandler, newcomm), newcomm,
                hints_from_info(info));
 }
-#endif  // MPI_VERSION >= 4
+#endif
+
+// MPI-3.0, with its info argument (assertions) like MPI_Comm_dup_with_info.
+MPIX_INTERCEPT int MPI_Comm_split_type(MPI_Comm comm, int split_type, int key, MPI_Info info, MPI_Comm *newcomm) {
+  return after(PMPI_Comm_split_type(comm, split_type, key, info, newcomm), newcomm, hints_from_info(info));
+}
 
 // Constructors without an info argument matter only under MPIX_INTERCEPT=all.
 MPIX_INTERCEPT int MPI_Comm_split(MPI_Comm comm, int color, int key, MPI_Comm *newcomm) {

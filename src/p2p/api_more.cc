@@ -2,6 +2,11 @@
 // large-count (_c) variants of point-to-point calls. Counts that fit an int
 // take the int path; larger ones are MPI_ERR_COUNT on handled
 // communicators (the engine's transfers are int-counted).
+//
+// Each group exists only where the MPI library has it (configure's
+// MPIX_HAVE_MPI_* checks, not MPI_VERSION: Open MPI 5 has MPI_Isendrecv
+// while it says MPI 3.1, and a wrapper left out would let such calls reach
+// the library on a communicator whose traffic mpix carries).
 #include <climits>
 #include <memory>
 
@@ -12,7 +17,7 @@
 using namespace mpix;
 using namespace mpix::p2p;
 
-#if MPI_VERSION >= 4
+#ifdef MPIX_HAVE_MPI_ISENDRECV
 
 namespace {
 
@@ -86,6 +91,10 @@ MPIX_INTERCEPT int MPI_Isendrecv_replace(void *buf, int count, MPI_Datatype dtyp
   return start_pair(comm, c, packed, packed_size, MPI_PACKED, dest, sendtag, buf, count, dtype, source, recvtag,
                     std::move(scratch), request);
 }
+
+#endif  // MPIX_HAVE_MPI_ISENDRECV
+
+#ifdef MPIX_HAVE_MPI_LARGE_COUNT
 
 namespace {
 
@@ -202,4 +211,4 @@ MPIX_INTERCEPT int MPI_Imrecv_c(void *buf, MPI_Count count, MPI_Datatype dtype, 
   return PMPI_Imrecv_c(buf, count, dtype, message, request);
 }
 
-#endif  // MPI_VERSION >= 4
+#endif  // MPIX_HAVE_MPI_LARGE_COUNT
