@@ -178,6 +178,10 @@ MPIX_INTERCEPT int MPI_Sendrecv_replace_c(void *buf, MPI_Count count, MPI_Dataty
   return MPI_Sendrecv_replace(buf, static_cast<int>(count), dtype, dest, sendtag, source, recvtag, comm, status);
 }
 
+// Both MPI-4 groups: a library could have the _c calls without
+// MPI_Isendrecv only in theory, but then the wrappers below have nothing to
+// hand a fitting count to.
+#ifdef MPIX_HAVE_MPI_ISENDRECV
 MPIX_INTERCEPT int MPI_Isendrecv_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, int dest,
                                    int sendtag, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype,
                                    int source, int recvtag, MPI_Comm comm, MPI_Request *request) {
@@ -198,6 +202,7 @@ MPIX_INTERCEPT int MPI_Isendrecv_replace_c(void *buf, MPI_Count count, MPI_Datat
   if (!fits(count)) return raise_class(comm, MPI_ERR_COUNT);
   return MPI_Isendrecv_replace(buf, static_cast<int>(count), dtype, dest, sendtag, source, recvtag, comm, request);
 }
+#endif  // MPIX_HAVE_MPI_ISENDRECV
 
 MPIX_INTERCEPT int MPI_Mrecv_c(void *buf, MPI_Count count, MPI_Datatype dtype, MPI_Message *message,
                                MPI_Status *status) {

@@ -93,11 +93,12 @@ int idup_handled(MPI_Comm comm, MPI_Info info, const Hints &h, MPI_Comm *newcomm
   auto p = std::make_unique<PendingDup>();
   p->out = newcomm;
   p->hints = h;
-#if MPI_VERSION >= 4
+#ifdef MPIX_HAVE_MPI_COMM_IDUP_WITH_INFO  // configure's check: Open MPI 4.1 (MPI 3.1) lacks it
   const LibraryInfo lib(info, will_carry(h, is_inter(comm)));  // hints.h; the library copies it
   int rc = info == MPI_INFO_NULL ? PMPI_Comm_idup(comm, &p->child, &p->native)
                                  : PMPI_Comm_idup_with_info(comm, lib.get(), &p->child, &p->native);
 #else
+  // Only MPI_Comm_idup comes here (no MPI_Comm_idup_with_info wrapper).
   int rc = PMPI_Comm_idup(comm, &p->child, &p->native);
 #endif
   if (rc != MPI_SUCCESS) return rc;
