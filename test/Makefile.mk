@@ -80,6 +80,6 @@ CHECK_MPI4PY_RUNS += --run preload:MPIX_INTERCEPT=all,MPIX_TRANSPORT=pmpi
 endif
 check-mpi4py: all
 	$(top_srcdir)/test/external/check-mpi4py.sh --lib $(abs_top_builddir)/src/.libs/libmpix.so \
-	  --mpicc "$(MPICC)" --mpiexec "$(MPIEXEC)" $(CHECK_MPI4PY_RUNS)
+	  --mpicc "$(MPICC)" --mpiexec "$(MPIEXEC)" --mpiexec-flags "$(MPIEXEC_FLAGS)" $(CHECK_MPI4PY_RUNS)
 
 .PHONY: check-mpi4py
