@@ -1,6 +1,10 @@
 #include "pmpi_link.h"
 
+#include <climits>
 #include <cstring>
+#include <memory>
+
+#include "datatype.h"
 
 namespace mpix::progress {
 namespace {
@@ -34,6 +38,43 @@ struct EagerCopy final : Pending {
   }
   std::unique_ptr<char[]> buffer;
   Pending *done;
+};
+
+// The receive of a rendezvous payload larger than the receive buffer: the
+// whole message into a copy, then what fits into the user's buffer, and
+// MPI_ERR_TRUNCATE, as over UCX and libfabric. The MPI library is never
+// asked to truncate: Open MPI 4.1's single-copy rendezvous over shared
+// memory (vader, CMA) writes the whole message past the receive buffer
+// when it truncates, natively too (test/mpi/p2p/truncate).
+struct TruncatingPull final : Pending {
+  void on_complete(const MPI_Status &st) override {
+    int err = st.MPI_ERROR;
+    std::size_t got = 0;
+    if (err == MPI_SUCCESS) {
+      got = static_cast<std::size_t>(layout.bytes);  // what fits (the message is larger)
+      err = MPI_ERR_TRUNCATE;
+      if (layout.contiguous) {
+        if (got > 0) std::memcpy(static_cast<char *>(buf) + layout.true_lb, temp.get(), got);
+      } else if (got > 0) {
+        const int elements = static_cast<int>(layout.bytes / layout.type_size);
+        const int rc = unpack_bytes(temp.get(), static_cast<int>(got), buf, elements, dtype, comm);
+        if (rc != MPI_SUCCESS) err = rc;
+      }
+    }
+    MPI_Status out{};
+    out.MPI_SOURCE = st.MPI_SOURCE;
+    out.MPI_TAG = st.MPI_TAG;
+    out.MPI_ERROR = err;
+    PMPI_Status_set_elements_x(&out, MPI_BYTE, static_cast<MPI_Count>(got));
+    if (done != nullptr) done->on_complete(out);
+    delete this;  // NOLINT: self-owned until completion
+  }
+  Pending *done = nullptr;
+  void *buf = nullptr;
+  MPI_Datatype dtype = MPI_DATATYPE_NULL;
+  MPI_Comm comm = MPI_COMM_NULL;
+  Layout layout;
+  std::unique_ptr<char[]> temp;
 };
 
 }  // namespace
@@ -184,11 +225,26 @@ int PmpiLink::send_rendezvous(int dest, const WireHeader &h, const void *buf, in
 }
 
 int PmpiLink::pull(const Arrival &a, void *buf, int count, MPI_Datatype dtype, Pending *done) {
-  // Straight into the user's buffer and type; truncation comes back in the
-  // status (the data shadow returns errors).
+  // Straight into the user's buffer and type where the message fits (the
+  // envelope says its size); a larger one through a copy (TruncatingPull).
+  const Layout layout = layout_of(dtype, count);
   MPI_Request inner = MPI_REQUEST_NULL;
-  const int rc = PMPI_Irecv(buf, count, dtype, a.source, a.h.data_tag, params_.data, &inner);
-  if (rc == MPI_SUCCESS) inflight().add(inner, done);
+  if (a.h.kind != kRendezvous || a.h.bytes <= static_cast<std::uint64_t>(layout.bytes)) {
+    const int rc = PMPI_Irecv(buf, count, dtype, a.source, a.h.data_tag, params_.data, &inner);
+    if (rc == MPI_SUCCESS) inflight().add(inner, done);
+    return rc;
+  }
+  if (a.h.bytes > static_cast<std::uint64_t>(INT_MAX)) return MPI_ERR_COUNT;  // not from an int-counted send
+  auto op = std::make_unique<TruncatingPull>();
+  op->done = done;
+  op->buf = buf;
+  op->dtype = dtype;
+  op->comm = params_.data;
+  op->layout = layout;
+  op->temp = std::make_unique<char[]>(a.h.bytes);
+  const int rc = PMPI_Irecv(op->temp.get(), static_cast<int>(a.h.bytes), MPI_BYTE, a.source, a.h.data_tag,
+                            params_.data, &inner);
+  if (rc == MPI_SUCCESS) inflight().add(inner, op.release());
   return rc;
 }
 

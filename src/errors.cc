@@ -5,6 +5,7 @@
 
 #include "mpix.h"
 #include "runtime.h"
+#include "visibility.h"
 
 // Library classes, public so programs can compare MPI_Error_class results.
 // MPI_ERR_OTHER until MPI_Init has registered them.
@@ -160,6 +161,13 @@ int errors_init() {
   return MPI_SUCCESS;
 }
 
+bool is_library_class_code(int code) {
+  if (!g_registered) return false;
+  for (const auto &lc : kLibraryClasses)
+    if (*lc.cls == code) return true;
+  return false;
+}
+
 int error_code(Err e) { return g_registered ? g_codes[static_cast<int>(e)] : MPI_ERR_OTHER; }
 
 const char *error_text(Err e) { return kSpecs[static_cast<int>(e)].text; }
@@ -195,3 +203,17 @@ InternalThread::InternalThread() : was_(t_internal) { t_internal = true; }
 InternalThread::~InternalThread() { t_internal = was_; }
 
 }  // namespace mpix
+
+// MPI makes every error class a code of itself: MPI_Error_class of a class
+// is that class. Open MPI 4.1 answers MPI_ERR_UNKNOWN for classes made by
+// MPI_Add_error_class (it keeps classes and codes in separate tables and
+// looks a class up among the codes); mpix's own classes are answered here,
+// so that MPI_Error_class(MPIX_ERR_WILDCARD) is MPIX_ERR_WILDCARD on every
+// MPI. Everything else, and every code mpix returns, goes to the library.
+MPIX_INTERCEPT int MPI_Error_class(int errorcode, int *errorclass) {
+  if (errorclass != nullptr && mpix::is_library_class_code(errorcode)) {
+    *errorclass = errorcode;
+    return MPI_SUCCESS;
+  }
+  return PMPI_Error_class(errorcode, errorclass);
+}

@@ -50,6 +50,9 @@ int errors_init();
 // The MPI error code for e; MPI_ERR_OTHER before errors_init().
 int error_code(Err e);
 
+// Whether code is one of the MPIX_ERR_* classes (false before errors_init()).
+bool is_library_class_code(int code);
+
 // The text MPI_Error_string gives for e's code.
 const char *error_text(Err e);
 

@@ -7,6 +7,10 @@
 // library may register variables late). Calls that name the library's
 // indices or handles go to PMPI untouched.
 //
+// Erroneous arguments (a negative index, a null handle) are answered here,
+// the same on every MPI: MPICH returns MPI_T's errors for them, while Open
+// MPI 4.1 indexes its table at -1 or follows the null pointer and crashes.
+//
 // Handles: the library's are pointers to its own objects. mpix's are
 // addresses inside a block reserved here, so any value in that block is
 // recognised as mpix's, live or stale, and a stale one gets
@@ -164,6 +168,7 @@ MPIX_INTERCEPT int MPI_T_cvar_get_num(int *num_cvar) {
 MPIX_INTERCEPT int MPI_T_cvar_get_info(int cvar_index, char *name, int *name_len, int *verbosity,
                                        MPI_Datatype *datatype, MPI_T_enum *enumtype, char *desc, int *desc_len,
                                        int *bind, int *scope) {
+  if (cvar_index < 0) return MPI_T_ERR_INVALID_INDEX;
   int base = 0;
   const int rc = PMPI_T_cvar_get_num(&base);
   if (rc != MPI_SUCCESS) return rc;
@@ -201,6 +206,7 @@ MPIX_INTERCEPT int MPI_T_cvar_get_index(const char *name, int *cvar_index) {
 
 MPIX_INTERCEPT int MPI_T_cvar_handle_alloc(int cvar_index, void *obj_handle, MPI_T_cvar_handle *handle,
                                            int *count) {
+  if (cvar_index < 0) return MPI_T_ERR_INVALID_INDEX;
   int base = 0;
   const int rc = PMPI_T_cvar_get_num(&base);
   if (rc != MPI_SUCCESS) return rc;
@@ -222,6 +228,7 @@ MPIX_INTERCEPT int MPI_T_cvar_handle_alloc(int cvar_index, void *obj_handle, MPI
 }
 
 MPIX_INTERCEPT int MPI_T_cvar_handle_free(MPI_T_cvar_handle *handle) {
+  if (handle != nullptr && *handle == MPI_T_CVAR_HANDLE_NULL) return MPI_T_ERR_INVALID_HANDLE;
   std::size_t i = 0;
   if (handle == nullptr || !mpix::mpit::ours(*handle, &i)) return PMPI_T_cvar_handle_free(handle);
   auto &t = table();
@@ -234,6 +241,7 @@ MPIX_INTERCEPT int MPI_T_cvar_handle_free(MPI_T_cvar_handle *handle) {
 }
 
 MPIX_INTERCEPT int MPI_T_cvar_read(MPI_T_cvar_handle handle, void *buf) {
+  if (handle == MPI_T_CVAR_HANDLE_NULL) return MPI_T_ERR_INVALID_HANDLE;
   std::size_t i = 0;
   if (!mpix::mpit::ours(handle, &i)) return PMPI_T_cvar_read(handle, buf);
   int var = 0;
@@ -257,6 +265,7 @@ MPIX_INTERCEPT int MPI_T_cvar_read(MPI_T_cvar_handle handle, void *buf) {
 }
 
 MPIX_INTERCEPT int MPI_T_cvar_write(MPI_T_cvar_handle handle, const void *buf) {
+  if (handle == MPI_T_CVAR_HANDLE_NULL) return MPI_T_ERR_INVALID_HANDLE;
   std::size_t i = 0;
   if (!mpix::mpit::ours(handle, &i)) return PMPI_T_cvar_write(handle, buf);
   auto &t = table();
@@ -280,6 +289,7 @@ MPIX_INTERCEPT int MPI_T_pvar_get_num(int *num_pvar) {
 MPIX_INTERCEPT int MPI_T_pvar_get_info(int pvar_index, char *name, int *name_len, int *verbosity, int *var_class,
                                        MPI_Datatype *datatype, MPI_T_enum *enumtype, char *desc, int *desc_len,
                                        int *bind, int *readonly, int *continuous, int *atomic) {
+  if (pvar_index < 0) return MPI_T_ERR_INVALID_INDEX;
   int base = 0;
   const int rc = PMPI_T_pvar_get_num(&base);
   if (rc != MPI_SUCCESS) return rc;
@@ -345,6 +355,7 @@ MPIX_INTERCEPT int MPI_T_pvar_session_free(MPI_T_pvar_session *session) {
 
 MPIX_INTERCEPT int MPI_T_pvar_handle_alloc(MPI_T_pvar_session session, int pvar_index, void *obj_handle,
                                            MPI_T_pvar_handle *handle, int *count) {
+  if (pvar_index < 0) return MPI_T_ERR_INVALID_INDEX;
   int base = 0;
   const int rc = PMPI_T_pvar_get_num(&base);
   if (rc != MPI_SUCCESS) return rc;
@@ -369,6 +380,7 @@ MPIX_INTERCEPT int MPI_T_pvar_handle_alloc(MPI_T_pvar_session session, int pvar_
 }
 
 MPIX_INTERCEPT int MPI_T_pvar_handle_free(MPI_T_pvar_session session, MPI_T_pvar_handle *handle) {
+  if (handle != nullptr && *handle == MPI_T_PVAR_HANDLE_NULL) return MPI_T_ERR_INVALID_HANDLE;
   std::size_t i = 0;
   if (handle == nullptr || !mpix::mpit::ours(*handle, &i)) return PMPI_T_pvar_handle_free(session, handle);
   auto &t = table();
@@ -387,6 +399,7 @@ namespace {
 // skipped by definition).
 int refuse_startstop(MPI_T_pvar_session session, MPI_T_pvar_handle handle, int (*pmpi)(MPI_T_pvar_session,
                                                                                         MPI_T_pvar_handle)) {
+  if (handle == MPI_T_PVAR_HANDLE_NULL) return MPI_T_ERR_INVALID_HANDLE;
   std::size_t i = 0;
   if (!mpix::mpit::ours(handle, &i)) return pmpi(session, handle);
   auto &t = table();
@@ -429,18 +442,21 @@ MPIX_INTERCEPT int MPI_T_pvar_stop(MPI_T_pvar_session session, MPI_T_pvar_handle
 }
 
 MPIX_INTERCEPT int MPI_T_pvar_read(MPI_T_pvar_session session, MPI_T_pvar_handle handle, void *buf) {
+  if (handle == MPI_T_PVAR_HANDLE_NULL) return MPI_T_ERR_INVALID_HANDLE;
   std::size_t i = 0;
   if (!mpix::mpit::ours(handle, &i)) return PMPI_T_pvar_read(session, handle, buf);
   return read_ours(session, i, buf, false);
 }
 
 MPIX_INTERCEPT int MPI_T_pvar_readreset(MPI_T_pvar_session session, MPI_T_pvar_handle handle, void *buf) {
+  if (handle == MPI_T_PVAR_HANDLE_NULL) return MPI_T_ERR_INVALID_HANDLE;
   std::size_t i = 0;
   if (!mpix::mpit::ours(handle, &i)) return PMPI_T_pvar_readreset(session, handle, buf);
   return read_ours(session, i, buf, true);
 }
 
 MPIX_INTERCEPT int MPI_T_pvar_reset(MPI_T_pvar_session session, MPI_T_pvar_handle handle) {
+  if (handle == MPI_T_PVAR_HANDLE_NULL) return MPI_T_ERR_INVALID_HANDLE;
   std::size_t i = 0;
   if (mpix::mpit::ours(handle, &i)) return read_ours(session, i, nullptr, true);
   if (handle == MPI_T_PVAR_ALL_HANDLES) {
@@ -467,6 +483,7 @@ MPIX_INTERCEPT int MPI_T_pvar_reset(MPI_T_pvar_session session, MPI_T_pvar_handl
 }
 
 MPIX_INTERCEPT int MPI_T_pvar_write(MPI_T_pvar_session session, MPI_T_pvar_handle handle, const void *buf) {
+  if (handle == MPI_T_PVAR_HANDLE_NULL) return MPI_T_ERR_INVALID_HANDLE;
   std::size_t i = 0;
   if (!mpix::mpit::ours(handle, &i)) return PMPI_T_pvar_write(session, handle, buf);
   auto &t = table();

@@ -54,6 +54,26 @@ check-local: all
 	      $(foreach l,$(MPIX_TRANSPORT_TESTLISTS),--testlist $(l)) --noenv)), \
 	    --skip test/mpi/transport/testlist.ofi "built without libfabric (configure --with-ofi)")
 
+# A subset of make check, for a CI stage that cannot afford all of it
+# (.ci/run's Open MPI stage, through test/external/check-openmpi.sh --ci):
+# the lists in MPIX_CHECK_LISTS on the default transport only, with
+# check-symbols.sh; only the programs those lists run are built (no unit
+# tests, fuzz targets or the other lists' programs). make check runs these
+# lists too, and on every transport.
+MPIX_CHECK_LISTS = test/mpi/testlist test/mpi/p2p/testlist
+check-lists: all
+	@progs=`for l in $(MPIX_CHECK_LISTS); do \
+	  d=\`dirname $$l\`; \
+	  sed -n 's/^\([^#[:space:]][^[:space:]]*\)[[:space:]].*/\1/p' $(top_srcdir)/$$l | \
+	    while read -r p; do realpath -m --relative-to=. "$$d/$$p"; done; \
+	done | sort -u`; \
+	$(MAKE) $(AM_MAKEFLAGS) $$progs
+	@$(MPIX_TEST_ENV) $(top_srcdir)/test/runtests \
+	  --script $(top_srcdir)/test/check-symbols.sh \
+	  $(foreach l,$(MPIX_CHECK_LISTS),--testlist $(l))
+
+.PHONY: check-lists
+
 # MPICH's own test suite: natively, under LD_PRELOAD, and its pt2pt tests
 # with every communicator carried by the engine (MPIX_INTERCEPT=all), on the
 # default transport (ucx where built), on ucx over TCP and on pmpi.
@@ -80,6 +100,6 @@ CHECK_MPI4PY_RUNS += --run preload:MPIX_INTERCEPT=all,MPIX_TRANSPORT=pmpi
 endif
 check-mpi4py: all
 	$(top_srcdir)/test/external/check-mpi4py.sh --lib $(abs_top_builddir)/src/.libs/libmpix.so \
-	  --mpicc "$(MPICC)" --mpiexec "$(MPIEXEC)" $(CHECK_MPI4PY_RUNS)
+	  --mpicc "$(MPICC)" --mpiexec "$(MPIEXEC)" --mpiexec-flags "$(MPIEXEC_FLAGS)" $(CHECK_MPI4PY_RUNS)
 
 .PHONY: check-mpi4py

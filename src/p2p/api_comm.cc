@@ -17,13 +17,17 @@ bool g_intercept_all = false;
 
 bool intercept_all() { return g_intercept_all; }
 
-int comm_created(MPI_Comm newcomm, const Hints &hints, bool force) {
-  if (newcomm == MPI_COMM_NULL) return MPI_SUCCESS;
+bool will_carry(const Hints &hints, bool inter) {
   // Intercommunicators stay with the MPI library (their ranks name the
   // remote group); their assertions are still recorded and enforced.
+  return !inter && (g_intercept_all || hints.no_any_source || hints.no_any_tag);
+}
+
+int comm_created(MPI_Comm newcomm, const Hints &hints, bool force) {
+  if (newcomm == MPI_COMM_NULL) return MPI_SUCCESS;
   int inter = 0;
   PMPI_Comm_test_inter(newcomm, &inter);
-  const bool handle = force || (!inter && (g_intercept_all || hints.no_any_source || hints.no_any_tag));
+  const bool handle = force || will_carry(hints, inter != 0);
   if (!handle && !hints.any()) return MPI_SUCCESS;
   auto c = std::make_shared<P2PComm>(hints);
   if (handle) {
@@ -74,6 +78,16 @@ int after(int rc, MPI_Comm *newcomm, const Hints &hints) {
   return comm_created(*newcomm, hints);
 }
 
+bool is_inter(MPI_Comm comm) {
+  int inter = 0;
+  if (comm != MPI_COMM_NULL) PMPI_Comm_test_inter(comm, &inter);
+  return inter != 0;
+}
+
+// The info for the MPI library when mpix will carry the new communicator's
+// traffic (hints.h, LibraryInfo).
+LibraryInfo library_info(MPI_Info info, const Hints &h, bool inter) { return LibraryInfo(info, will_carry(h, inter)); }
+
 }  // namespace
 
 MPIX_INTERCEPT int MPI_Comm_dup(MPI_Comm comm, MPI_Comm *newcomm) {
@@ -82,7 +96,9 @@ MPIX_INTERCEPT int MPI_Comm_dup(MPI_Comm comm, MPI_Comm *newcomm) {
 }
 
 MPIX_INTERCEPT int MPI_Comm_dup_with_info(MPI_Comm comm, MPI_Info info, MPI_Comm *newcomm) {
-  return after(PMPI_Comm_dup_with_info(comm, info, newcomm), newcomm, hints_from_info(info));
+  const Hints h = hints_from_info(info);
+  const LibraryInfo lib = library_info(info, h, is_inter(comm));
+  return after(PMPI_Comm_dup_with_info(comm, lib.get(), newcomm), newcomm, h);
 }
 
 namespace {
@@ -97,23 +113,30 @@ MPIX_INTERCEPT int MPI_Comm_idup(MPI_Comm comm, MPI_Comm *newcomm, MPI_Request *
   return idup_handled(comm, MPI_INFO_NULL, h, newcomm, request);
 }
 
-#if MPI_VERSION >= 4
+// MPI-4 constructors, where the MPI library has them (configure's checks).
+#ifdef MPIX_HAVE_MPI_COMM_IDUP_WITH_INFO
 MPIX_INTERCEPT int MPI_Comm_idup_with_info(MPI_Comm comm, MPI_Info info, MPI_Comm *newcomm, MPI_Request *request) {
   const Hints h = hints_from_info(info);
   if (!will_handle(h)) return PMPI_Comm_idup_with_info(comm, info, newcomm, request);
   return idup_handled(comm, info, h, newcomm, request);
 }
+#endif
 
-MPIX_INTERCEPT int MPI_Comm_split_type(MPI_Comm comm, int split_type, int key, MPI_Info info, MPI_Comm *newcomm) {
-  return after(PMPI_Comm_split_type(comm, split_type, key, info, newcomm), newcomm, hints_from_info(info));
-}
-
+#ifdef MPIX_HAVE_MPI_SESSIONS
 MPIX_INTERCEPT int MPI_Comm_create_from_group(MPI_Group group, const char *stringtag, MPI_Info info,
                                               MPI_Errhandler errhandler, MPI_Comm *newcomm) {
-  return after(PMPI_Comm_create_from_group(group, stringtag, info, errhandler, newcomm), newcomm,
-               hints_from_info(info));
+  const Hints h = hints_from_info(info);
+  const LibraryInfo lib = library_info(info, h, false);
+  return after(PMPI_Comm_create_from_group(group, stringtag, lib.get(), errhandler, newcomm), newcomm, h);
 }
-#endif  // MPI_VERSION >= 4
+#endif
+
+// MPI-3.0, with its info argument (assertions) like MPI_Comm_dup_with_info.
+MPIX_INTERCEPT int MPI_Comm_split_type(MPI_Comm comm, int split_type, int key, MPI_Info info, MPI_Comm *newcomm) {
+  const Hints h = hints_from_info(info);
+  const LibraryInfo lib = library_info(info, h, false);
+  return after(PMPI_Comm_split_type(comm, split_type, key, lib.get(), newcomm), newcomm, h);
+}
 
 // Constructors without an info argument matter only under MPIX_INTERCEPT=all.
 MPIX_INTERCEPT int MPI_Comm_split(MPI_Comm comm, int color, int key, MPI_Comm *newcomm) {
@@ -160,7 +183,10 @@ MPIX_INTERCEPT int MPI_Intercomm_merge(MPI_Comm intercomm, int high, MPI_Comm *n
 }
 
 MPIX_INTERCEPT int MPI_Comm_set_info(MPI_Comm comm, MPI_Info info) {
-  const int rc = PMPI_Comm_set_info(comm, info);
+  // A communicator mpix carries keeps the assertions from the library too.
+  const auto carried = lookup(comm);
+  const LibraryInfo lib(info, carried && carried->handled());
+  const int rc = PMPI_Comm_set_info(comm, lib.get());
   const Hints h = hints_from_info(info);
   if (rc != MPI_SUCCESS || !h.any()) return rc;
   // Recorded and enforced (wildcards become errors), but the traffic of an

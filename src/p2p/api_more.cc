@@ -2,6 +2,11 @@
 // large-count (_c) variants of point-to-point calls. Counts that fit an int
 // take the int path; larger ones are MPI_ERR_COUNT on handled
 // communicators (the engine's transfers are int-counted).
+//
+// Each group exists only where the MPI library has it (configure's
+// MPIX_HAVE_MPI_* checks, not MPI_VERSION: Open MPI 5 has MPI_Isendrecv
+// while it says MPI 3.1, and a wrapper left out would let such calls reach
+// the library on a communicator whose traffic mpix carries).
 #include <climits>
 #include <memory>
 
@@ -12,7 +17,7 @@
 using namespace mpix;
 using namespace mpix::p2p;
 
-#if MPI_VERSION >= 4
+#ifdef MPIX_HAVE_MPI_ISENDRECV
 
 namespace {
 
@@ -86,6 +91,10 @@ MPIX_INTERCEPT int MPI_Isendrecv_replace(void *buf, int count, MPI_Datatype dtyp
   return start_pair(comm, c, packed, packed_size, MPI_PACKED, dest, sendtag, buf, count, dtype, source, recvtag,
                     std::move(scratch), request);
 }
+
+#endif  // MPIX_HAVE_MPI_ISENDRECV
+
+#ifdef MPIX_HAVE_MPI_LARGE_COUNT
 
 namespace {
 
@@ -169,6 +178,10 @@ MPIX_INTERCEPT int MPI_Sendrecv_replace_c(void *buf, MPI_Count count, MPI_Dataty
   return MPI_Sendrecv_replace(buf, static_cast<int>(count), dtype, dest, sendtag, source, recvtag, comm, status);
 }
 
+// Both MPI-4 groups: a library could have the _c calls without
+// MPI_Isendrecv only in theory, but then the wrappers below have nothing to
+// hand a fitting count to.
+#ifdef MPIX_HAVE_MPI_ISENDRECV
 MPIX_INTERCEPT int MPI_Isendrecv_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, int dest,
                                    int sendtag, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype,
                                    int source, int recvtag, MPI_Comm comm, MPI_Request *request) {
@@ -189,6 +202,7 @@ MPIX_INTERCEPT int MPI_Isendrecv_replace_c(void *buf, MPI_Count count, MPI_Datat
   if (!fits(count)) return raise_class(comm, MPI_ERR_COUNT);
   return MPI_Isendrecv_replace(buf, static_cast<int>(count), dtype, dest, sendtag, source, recvtag, comm, request);
 }
+#endif  // MPIX_HAVE_MPI_ISENDRECV
 
 MPIX_INTERCEPT int MPI_Mrecv_c(void *buf, MPI_Count count, MPI_Datatype dtype, MPI_Message *message,
                                MPI_Status *status) {
@@ -202,4 +216,4 @@ MPIX_INTERCEPT int MPI_Imrecv_c(void *buf, MPI_Count count, MPI_Datatype dtype, 
   return PMPI_Imrecv_c(buf, count, dtype, message, request);
 }
 
-#endif  // MPI_VERSION >= 4
+#endif  // MPIX_HAVE_MPI_LARGE_COUNT

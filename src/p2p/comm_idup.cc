@@ -66,8 +66,15 @@ void reap(bool all) {
   }
 }
 
+bool is_inter(MPI_Comm comm) {
+  int inter = 0;
+  if (comm != MPI_COMM_NULL) PMPI_Comm_test_inter(comm, &inter);
+  return inter != 0;
+}
+
 int idup_blocking(MPI_Comm comm, MPI_Info info, const Hints &h, MPI_Comm *newcomm, MPI_Request *request) {
-  int rc = info == MPI_INFO_NULL ? PMPI_Comm_dup(comm, newcomm) : PMPI_Comm_dup_with_info(comm, info, newcomm);
+  const LibraryInfo lib(info, will_carry(h, is_inter(comm)));  // hints.h
+  int rc = info == MPI_INFO_NULL ? PMPI_Comm_dup(comm, newcomm) : PMPI_Comm_dup_with_info(comm, lib.get(), newcomm);
   if (rc == MPI_SUCCESS) rc = comm_created(*newcomm, h);
   if (rc != MPI_SUCCESS) return rc;
   auto lock = engine_lock();
@@ -86,10 +93,12 @@ int idup_handled(MPI_Comm comm, MPI_Info info, const Hints &h, MPI_Comm *newcomm
   auto p = std::make_unique<PendingDup>();
   p->out = newcomm;
   p->hints = h;
-#if MPI_VERSION >= 4
+#ifdef MPIX_HAVE_MPI_COMM_IDUP_WITH_INFO  // configure's check: Open MPI 4.1 (MPI 3.1) lacks it
+  const LibraryInfo lib(info, will_carry(h, is_inter(comm)));  // hints.h; the library copies it
   int rc = info == MPI_INFO_NULL ? PMPI_Comm_idup(comm, &p->child, &p->native)
-                                 : PMPI_Comm_idup_with_info(comm, info, &p->child, &p->native);
+                                 : PMPI_Comm_idup_with_info(comm, lib.get(), &p->child, &p->native);
 #else
+  // Only MPI_Comm_idup comes here (no MPI_Comm_idup_with_info wrapper).
   int rc = PMPI_Comm_idup(comm, &p->child, &p->native);
 #endif
   if (rc != MPI_SUCCESS) return rc;

@@ -14,6 +14,10 @@ namespace mpix::p2p {
 // (stream communicators, whose traffic the progress thread starts), with
 // wildcards allowed unless the hints forbid them.
 int comm_created(MPI_Comm newcomm, const Hints &hints, bool force = false);
+// Whether comm_created will attach the engine to a new communicator with
+// these hints (inter: an intercommunicator), so that its constructor can
+// tell the MPI library beforehand (LibraryInfo).
+bool will_carry(const Hints &hints, bool inter);
 
 // MPI_Comm_idup(_with_info) of a communicator mpix will handle (h): the
 // request completes once the child is attached (src/p2p/comm_idup.cc).

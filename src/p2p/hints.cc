@@ -2,6 +2,7 @@
 
 #include <cctype>
 #include <cstring>
+#include <initializer_list>
 #include <strings.h>
 
 namespace mpix::p2p {
@@ -39,6 +40,28 @@ void hints_to_info(const Hints &h, MPI_Info info) {
   if (h.no_any_source) PMPI_Info_set(info, kNoAnySource, "true");
   if (h.no_any_tag) PMPI_Info_set(info, kNoAnyTag, "true");
   if (h.allow_overtaking) PMPI_Info_set(info, kAllowOvertaking, "true");
+}
+
+LibraryInfo::LibraryInfo(MPI_Info info, bool strip) : info_(info) {
+  if (!strip || info == MPI_INFO_NULL) return;
+  bool any = false;
+  for (const char *key : {kNoAnySource, kNoAnyTag, kAllowOvertaking}) {
+    int len = 0, flag = 0;
+    any = any || (PMPI_Info_get_valuelen(info, key, &len, &flag) == MPI_SUCCESS && flag);
+  }
+  if (!any || PMPI_Info_dup(info, &info_) != MPI_SUCCESS) {
+    info_ = info;  // nothing to strip (or no copy: the caller's, as before)
+    return;
+  }
+  owned_ = true;
+  for (const char *key : {kNoAnySource, kNoAnyTag, kAllowOvertaking}) {
+    int len = 0, flag = 0;
+    if (PMPI_Info_get_valuelen(info_, key, &len, &flag) == MPI_SUCCESS && flag) PMPI_Info_delete(info_, key);
+  }
+}
+
+LibraryInfo::~LibraryInfo() {
+  if (owned_) PMPI_Info_free(&info_);
 }
 
 }  // namespace mpix::p2p

@@ -26,6 +26,27 @@ Hints hints_from_info(MPI_Info info);
 // Adds the assertions in force to info as "true".
 void hints_to_info(const Hints &h, MPI_Info info);
 
+// The info a constructor hands to the MPI library for a communicator whose
+// point-to-point traffic mpix carries: the caller's without the assertions
+// above (a copy, freed with this object). The library never matches on
+// such a communicator, mpix enforces the assertions itself and
+// MPI_Comm_get_info still reports them (mpix adds its own), while Open MPI
+// 4.1 applies mpi_assert_no_any_source to its own collectives there too:
+// its linear MPI_Barrier posts MPI_ANY_SOURCE receives and hangs. strip
+// false: the caller's info as it is.
+class LibraryInfo {
+ public:
+  LibraryInfo(MPI_Info info, bool strip);
+  ~LibraryInfo();
+  LibraryInfo(const LibraryInfo &) = delete;
+  LibraryInfo &operator=(const LibraryInfo &) = delete;
+  MPI_Info get() const { return info_; }
+
+ private:
+  MPI_Info info_;
+  bool owned_ = false;
+};
+
 }  // namespace mpix::p2p
 
 #endif

@@ -81,6 +81,9 @@ Options:
   --mpicc PATH       MPI compiler wrapper mpi4py is built with (default: \$MPICC,
                      else mpicc)
   --mpiexec PATH     (default: \$MPIEXEC, else mpiexec)
+  --mpiexec-flags F  its options before -n, one string split on blanks
+                     (default: \$MPIEXEC_FLAGS; Open MPI as root needs
+                     --allow-run-as-root, make passes configure's flags)
   --python PATH      Python that makes the venv (default: \$PYTHON, else python3)
   --cache DIR        cache (default: \${MPIX_MPI4PY_CACHE:-\$HOME/.cache/mpix-mpi4py})
   --out DIR          logs and results (default: <cache>/results)
@@ -103,6 +106,7 @@ timeout=600
 exclude_file=$script_dir/mpi4py-exclusions.txt
 MPICC=${MPICC:-mpicc}
 MPIEXEC=${MPIEXEC:-mpiexec}
+MPIEXEC_FLAGS=${MPIEXEC_FLAGS:-}
 PYTHON=${PYTHON:-python3}
 cache=${MPIX_MPI4PY_CACHE:-$HOME/.cache/mpix-mpi4py}
 out=""
@@ -120,6 +124,7 @@ while [[ $# -gt 0 ]]; do
         --exclude) need_arg "$@"; exclude_file=$2; shift 2 ;;
         --mpicc)   need_arg "$@"; MPICC=$2; shift 2 ;;
         --mpiexec) need_arg "$@"; MPIEXEC=$2; shift 2 ;;
+        --mpiexec-flags) [[ $# -ge 2 ]] || die "$1 needs an argument"; MPIEXEC_FLAGS=$2; shift 2 ;;
         --python)  need_arg "$@"; PYTHON=$2; shift 2 ;;
         --cache)   need_arg "$@"; cache=$2; shift 2 ;;
         --out)     need_arg "$@"; out=$2; shift 2 ;;
@@ -357,7 +362,8 @@ run_tests() {
     while [[ ${#todo[@]} -gt 0 ]]; do
         attempt=$((attempt + 1))
         rc=0
-        timeout -k 15 "$timeout" "$MPIEXEC" -n "$np" "${launch[@]}" "$venv/bin/python" "$driver" \
+        # shellcheck disable=SC2086  # the launcher's options, split on blanks
+        timeout -k 15 "$timeout" "$MPIEXEC" $MPIEXEC_FLAGS -n "$np" "${launch[@]}" "$venv/bin/python" "$driver" \
             --testdir "$testdir" --out "$rdir/a$attempt" "${xargs_[@]}" "${todo[@]}" \
             >>"$rdir/log" 2>&1 || rc=$?
         echo "$rc" >"$rdir/status"

@@ -45,8 +45,14 @@ int main(int argc, char **argv) {
   MPI_Info_set(info, "mpi_assert_no_any_source", "true");
   MPI_Info_set(info, "mpi_assert_no_any_tag", "true");
 
+#ifndef MPIX_HAVE_MPI_COMM_IDUP_WITH_INFO
+  mtest_not_checked("MPI_Comm_idup_with_info, rounds 1 and 3 (MPI-4, not in this MPI library)");
+#endif
   for (int round = 0; round < 4; round++) {
     const int with_info = round % 2;
+#ifndef MPIX_HAVE_MPI_COMM_IDUP_WITH_INFO
+    if (with_info) continue;
+#endif
     /* with_info: a plain dup of MPI_COMM_WORLD made handled by the info. */
     MPI_Comm from = with_info ? MPI_COMM_WORLD : parent, child = MPI_COMM_NULL;
     MPI_Request req = MPI_REQUEST_NULL;
@@ -55,8 +61,11 @@ int main(int argc, char **argv) {
       token = round;
       MPI_Ssend(&token, 1, MPI_INT, 0, round, MPI_COMM_WORLD);
     }
+#ifdef MPIX_HAVE_MPI_COMM_IDUP_WITH_INFO
     if (with_info) MPI_Comm_idup_with_info(from, info, &child, &req);
-    else MPI_Comm_idup(from, &child, &req);
+    else
+#endif
+      MPI_Comm_idup(from, &child, &req);
     if (rank == 0) {
       MPI_Test(&req, &flag, MPI_STATUS_IGNORE);
       MTEST_CHECK(!flag, "round %d: idup complete before rank 1 started its own", round);

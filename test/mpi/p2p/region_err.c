@@ -47,8 +47,12 @@ static void expect_wildcards_refused(MPI_Comm comm, const char *name, int source
       case 1: rc = MPI_Improbe(source, tag, comm, &flag, &msg, &st); break;
       case 2: rc = MPI_Irecv(rbuf, 4, MPI_INT, source, tag, comm, &req); break;
       case 3: rc = MPI_Recv_init(rbuf, 4, MPI_INT, source, tag, comm, &req); break;
+#ifdef MPIX_HAVE_MPI_ISENDRECV
       case 4: rc = MPI_Isendrecv(sbuf, 4, MPI_INT, peer, 1, rbuf, 4, MPI_INT, source, tag, comm, &req); break;
       case 5: rc = MPI_Isendrecv_replace(rbuf, 4, MPI_INT, peer, 1, source, tag, comm, &req); break;
+#else
+      case 4: case 5: continue; /* MPI-4, not in this MPI library (main says so) */
+#endif
       case 6: rc = MPI_Recv(rbuf, 4, MPI_INT, source, tag, comm, &st); break;
       case 7: rc = MPI_Sendrecv(sbuf, 4, MPI_INT, peer, 1, rbuf, 4, MPI_INT, source, tag, comm, &st); break;
       case 8: rc = MPI_Sendrecv_replace(rbuf, 4, MPI_INT, peer, 1, source, tag, comm, &st); break;
@@ -72,6 +76,9 @@ static void on_error(MPI_Comm *comm, int *code, ...) {
 
 int main(int argc, char **argv) {
   MPI_Init(&argc, &argv);
+#ifndef MPIX_HAVE_MPI_ISENDRECV
+  mtest_not_checked("MPI_Isendrecv, MPI_Isendrecv_replace (MPI-4, not in this MPI library)");
+#endif
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
   const int peer = (rank + 1) % size;

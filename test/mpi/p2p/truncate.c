@@ -41,6 +41,35 @@ static int intact(const unsigned char *buf, int msg, int n) {
   return 1;
 }
 
+/* A truncated receive may write its buffer only: the receive buffer is
+ * followed by SLACK bytes of a pattern, checked after each truncated
+ * rendezvous receive (the whole message written would stay inside the
+ * allocation). Open MPI 4.1 writes the whole message of a truncated
+ * rendezvous over shared memory (its single-copy get, CMA), natively: on
+ * communicators Open MPI carries that is said ("not checked"), on those
+ * mpix carries it fails. */
+#define SLACK BIG
+static void guard_fill(unsigned char *buf, int from) { memset(buf + from, 0xa5, BIG + SLACK - from); }
+static void guard_check(const unsigned char *buf, int from, const char *what, const tcomm_t *tc) {
+  int bad = -1;
+  for (int i = from; i < BIG + SLACK && bad < 0; i++)
+    if (buf[i] != 0xa5) bad = i;
+  if (bad < 0) return;
+  int handled = 0;
+  MPIX_Comm_is_handled(tc->comm, &handled);
+#if defined(OMPI_MAJOR_VERSION) && OMPI_MAJOR_VERSION < 5
+  if (!handled) {
+    static int said = 0;
+    if (!said++)
+      printf("not checked: that a truncated rendezvous receive where Open MPI carries it writes only its buffer "
+             "(Open MPI 4.1 writes the whole message over vader's single-copy get)\n");
+    return;
+  }
+#endif
+  MTEST_CHECK(0, "%s on %s wrote past its receive buffer (byte %d of the buffer, %d after its end)", what, tc->name,
+              bad, bad - from);
+}
+
 static void check_truncation(const tcomm_t *tc) {
   MPI_Comm comm = tc->comm;
   MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN);
@@ -65,7 +94,7 @@ static void check_truncation(const tcomm_t *tc) {
     MPI_Barrier(comm);
     return;
   }
-  unsigned char *buf = malloc(BIG);
+  unsigned char *buf = malloc(BIG + SLACK);
   MPI_Status st, sts[4];
   MPI_Request reqs[4];
   int rc, n, m = 0;
@@ -81,18 +110,22 @@ static void check_truncation(const tcomm_t *tc) {
               tc->name, rc, n);
   m = 2;
   /* 2: rendezvous into a small buffer via Irecv+Wait; 3 follows */
+  guard_fill(buf, 1000);
   MPI_Irecv(buf, 1000, MPI_BYTE, 1, 1, comm, &reqs[0]);
   rc = MPI_Wait(&reqs[0], &st);
   MTEST_CHECK(is_truncate(rc), "Irecv+Wait (rendezvous): rc class %d on %s", mtest_class(rc), tc->name);
+  guard_check(buf, 1000, "Irecv+Wait (rendezvous, 200000 bytes into 1000)", tc);
   rc = MPI_Recv(buf, 10, MPI_BYTE, 1, 1, comm, &st);
   MTEST_CHECK(rc == MPI_SUCCESS && intact(buf, 3, 10), "message after rendezvous truncation on %s", tc->name);
   /* 4: one byte into a zero-size buffer */
   rc = MPI_Recv(NULL, 0, MPI_BYTE, 1, 1, comm, &st);
   MTEST_CHECK(is_truncate(rc), "1 byte into 0: rc class %d on %s", mtest_class(rc), tc->name);
   /* 5,6: Waitall with one fitting and one truncated (rendezvous) receive */
+  guard_fill(buf, 164);
   MPI_Irecv(buf, 64, MPI_BYTE, 1, 1, comm, &reqs[0]);
   MPI_Irecv(buf + 64, 100, MPI_BYTE, 1, 1, comm, &reqs[1]);
   rc = MPI_Waitall(2, reqs, sts);
+  guard_check(buf, 164, "Waitall (rendezvous, 200000 bytes into 100)", tc);
   MTEST_CHECK(rc != MPI_SUCCESS && mtest_class(rc) == MPI_ERR_IN_STATUS, "Waitall: rc class %d on %s",
               mtest_class(rc), tc->name);
   MTEST_CHECK(sts[0].MPI_ERROR == MPI_SUCCESS && is_truncate(sts[1].MPI_ERROR),

@@ -26,7 +26,8 @@ static const char *vname[NVARIANTS] = {"Wait",    "Waitall", "Waitany",  "Waitso
 enum { K_RECV, K_SEND, K_NULL, K_BARRIER, K_INACTIVE };
 typedef struct {
   int kind;
-  MPI_Comm comm;
+  int comm; /* which communicator (comm_of): an index, not an MPI_Comm, whose
+               values are pointers in Open MPI */
   const char *what;
   int tag, count; /* ints */
 } entry_t;
