@@ -2,7 +2,7 @@
 # run_soak.sh: the long soak of issue 17 (test/mpi/soak/soak.c), outside CI:
 # NP ranks of randomized, checksummed traffic with communicator churn for
 # SECONDS, on the default transport unless MPIX_TRANSPORT is set; prints the
-# program's report (messages, messages/s, RSS samples, first/last quarter)
+# program's report (messages, messages/s, memory samples (PSS), first/last quarter)
 # and exits with its status. Ranks may outnumber cores (the soak's waits
 # yield); the numbers are then the oversubscribed machine's.
 #

@@ -31,12 +31,15 @@ constexpr auto kLinger = std::chrono::milliseconds(50);
 // alone: set in the environment while the context and worker are made (UCX
 // reads its transports' settings from there when the worker opens them),
 // then restored. MPI_Init is single-threaded in practice, which setenv
-// needs. The shared-memory FIFOs keep UCX's size (64) unless set: every
-// FIFO entry has its own receive buffer of UCX_MM_SEG_SIZE (8 KiB) in the
-// receiver's shared memory, which each local sender writes into and so
-// counts in its RSS, and random traffic cycles through all of them -- at
-// 1024 entries that was 8 MB per local peer in every rank's RSS (issue 17:
-// 8 ranks grew from 40 to 104 MB), and the soak copied as many sends.
+// needs. Also UCX's shared-memory receive FIFOs get room
+// for 1024 small messages instead of 64 unless UCX_ or MPIX_UCX_ says
+// otherwise: a sender whose receiver is busy elsewhere goes on without
+// copying (the MPI library's own UCX context keeps its settings). With 64,
+// the matching rate of 1024 unexpected messages fell from 6.5x native to
+// 0.7x (idle 32-core host, 2026-11-26). The cost is shared memory: each
+// entry's 8 KiB receive buffer sits in the receiver's segment and every
+// local sender writes into it, so a rank's RSS takes in about 8 MB per
+// local peer over time while its PSS grows little (bench/RESULTS.md, Soak).
 class ScopedUcxEnv {
  public:
   ScopedUcxEnv() {
@@ -46,6 +49,11 @@ class ScopedUcxEnv {
       const std::size_t eq = kv.find('=');
       if (kv.rfind("MPIX_UCX_", 0) == 0 && eq != std::string::npos)
         wanted.emplace_back(kv.substr(5, eq - 5), kv.substr(eq + 1));
+    }
+    for (const char *fifo : {"UCX_POSIX_FIFO_SIZE", "UCX_SYSV_FIFO_SIZE"}) {
+      bool named = std::getenv(fifo) != nullptr;
+      for (const auto &w : wanted) named = named || w.first == fifo;
+      if (!named) wanted.emplace_back(fifo, "1024");
     }
     for (const auto &[name, value] : wanted) {
       const char *old = std::getenv(name.c_str());
