@@ -8,6 +8,8 @@
  * truncation reported with MPI_ERRORS_RETURN. Needs 2 ranks. */
 #include <mpi.h>
 #include <sched.h>
+#include <sys/resource.h>
+#include <unistd.h>
 #include <stdlib.h>
 
 #include "mpix_device.h"
@@ -156,6 +158,23 @@ int main(int argc, char **argv) {
       rc = drecv(&h, b, 500, peer, 501, &got);
       MTEST_CHECK(rc == MPIX_DEVICE_ERR_TRUNCATE && check(b, 500, 5), "truncation: rc %d", rc);
     }
+  }
+  /* 6. Idle with the proxy queue alive: the progress thread cannot park
+   * (a GPU cannot wake it), so it backs off to short sleeps instead of
+   * spinning (issue 17, defect 8). Over a quiet second the process's CPU
+   * time must stay well below a spinning thread's full second. */
+  MPI_Barrier(comm);
+  {
+    struct rusage r0, r1;
+    getrusage(RUSAGE_SELF, &r0);
+    const double t0 = MPI_Wtime();
+    while (MPI_Wtime() - t0 < 1.0) usleep(100000);
+    getrusage(RUSAGE_SELF, &r1);
+    const double cpu = (double)(r1.ru_utime.tv_sec - r0.ru_utime.tv_sec) +
+                       1e-6 * (double)(r1.ru_utime.tv_usec - r0.ru_utime.tv_usec) +
+                       (double)(r1.ru_stime.tv_sec - r0.ru_stime.tv_sec) +
+                       1e-6 * (double)(r1.ru_stime.tv_usec - r0.ru_stime.tv_usec);
+    MTEST_CHECK(cpu < 0.5, "idle second with a proxy queue: %.2f s of CPU (the progress thread spins)", cpu);
   }
   free(a);
   free(b);
