@@ -4,9 +4,11 @@
 #include <rdma/fi_errno.h>
 #include <rdma/fi_rma.h>
 #include <sched.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <array>
+#include <chrono>
 #include <cstdlib>
 #include <cstdio>
 #include <cstring>
@@ -301,6 +303,18 @@ bool Fabric::open(fi_info *info, char *why, std::size_t why_len) {
   fid_ep *ep = nullptr;
   rc = fi_endpoint(domain_.get(), info_.get(), &ep, nullptr);
   ep_.reset(ep);
+  // shm names its shared-memory region after the process id ("PID:0:0" in
+  // /dev/shm), and a process that ends without closing its endpoint (exit
+  // without MPI_Finalize, MPI_Abort, a kill) leaves the region behind: a
+  // later process given the same id then fails fi_enable with EBUSY (seen in
+  // make check). A name of our own, unique in time, never meets a stale one.
+  if (rc == 0 && provider_.rfind("shm", 0) == 0) {
+    char name[64];
+    const auto now = std::chrono::steady_clock::now().time_since_epoch();
+    std::snprintf(name, sizeof name, "mpix-%ld-%llx", static_cast<long>(getpid()),
+                  static_cast<unsigned long long>(std::chrono::duration_cast<std::chrono::nanoseconds>(now).count()));
+    rc = fi_setname(&ep_->fid, name, std::strlen(name) + 1);
+  }
   if (rc == 0) rc = fi_ep_bind(ep_.get(), &cq_->fid, FI_TRANSMIT | FI_RECV);
   if (rc == 0) rc = fi_ep_bind(ep_.get(), &av_->fid, 0);
   if (rc == 0) rc = fi_enable(ep_.get());
