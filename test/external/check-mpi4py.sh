@@ -41,8 +41,8 @@ script_dir=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 prog=check-mpi4py
 driver=$script_dir/mpi4py-driver.py
 
-die()  { echo "$prog: error: $*" >&2; exit 2; }
-note() { echo "$prog: $*"; }
+# shellcheck source=runs.sh
+. "$script_dir/runs.sh"
 
 # The pinned mpi4py: version and the sha256 of its PyPI sdist; the build
 # requirements installed into the venv (pip builds without isolation).
@@ -111,7 +111,6 @@ PYTHON=${PYTHON:-python3}
 cache=${MPIX_MPI4PY_CACHE:-$HOME/.cache/mpix-mpi4py}
 out=""
 
-need_arg() { [[ $# -ge 2 && -n $2 ]] || die "$1 needs an argument"; }
 while [[ $# -gt 0 ]]; do
     case $1 in
         --lib)     need_arg "$@"; lib=$2; shift 2 ;;
@@ -143,15 +142,6 @@ if [[ " ${runs[*]} " != *" native "* ]]; then runs=(native "${runs[@]}"); fi
 
 # Parse the run specs into parallel arrays (as check-mpich.sh does).
 run_kind=(); run_env=(); run_mods=(); run_label=()
-split_env() {
-    local piece; env_split=()
-    IFS=, read -r -a pieces <<<"$1"
-    for piece in "${pieces[@]}"; do
-        if [[ $piece != *=* && ${#env_split[@]} -gt 0 ]]; then env_split[-1]+=",$piece"
-        else env_split+=("$piece"); fi
-    done
-}
-
 need_lib=0
 for spec in "${runs[@]}"; do
     body=$spec; rmods=""
@@ -168,19 +158,12 @@ for spec in "${runs[@]}"; do
     for m in "${rm_[@]}"; do
         [[ ",$modules," == *",$m,"* ]] || die "run '$spec': module $m is not in --modules, so it has no native baseline"
     done
-    if [[ -n $renv ]]; then
-        split_env "$renv"
-        for e in "${env_split[@]}"; do [[ $e == *=* ]] || die "run '$spec': '$e' is not VAR=VALUE"; done
-    fi
-    label=$(tr -c 'A-Za-z0-9_.=+,-' '_' <<<"${spec//[:@]/-}"); label=${label%_}
-    [[ " ${run_label[*]} " != *" $label "* ]] || die "run '$spec' given twice"
-    run_kind+=("$kind"); run_env+=("$renv"); run_mods+=("$rmods"); run_label+=("$label")
+    run_spec_label "$spec" "$renv"
+    run_kind+=("$kind"); run_env+=("$renv"); run_mods+=("$rmods")
 done
 
 if [[ $need_lib -eq 1 ]]; then
-    [[ -n $lib ]] || die "preload runs need --lib PATH/libmpix.so"
-    [[ -f $lib ]] || die "--lib $lib: no such file"
-    lib=$(realpath "$lib")
+    need_lib_file "preload runs"
 fi
 
 # ------------------------------------------------------------ environment
@@ -225,8 +208,6 @@ venv=$vdir/venv
 testdir=$vdir/test
 sdist=$cache/download/mpi4py-$mpi4py_version.tar.gz
 declare -a timing=()
-phase_start() { phase_t0=$(date +%s); }
-phase_end()   { timing+=("$(printf '%-28s %5ds' "$1" $(( $(date +%s) - phase_t0 )))"); }
 
 # ------------------------------------------------------------ venv, fetch
 # The venv holds the build requirements and then mpi4py; pip downloads the

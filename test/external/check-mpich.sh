@@ -24,8 +24,8 @@ set -euo pipefail
 script_dir=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 prog=check-mpich
 
-die()  { echo "$prog: error: $*" >&2; exit 2; }
-note() { echo "$prog: $*"; }
+# shellcheck source=runs.sh
+. "$script_dir/runs.sh"
 
 usage() {
     cat <<EOF
@@ -78,7 +78,6 @@ cache=${MPIX_MPICH_CACHE:-$HOME/.cache/mpix-mpich}
 out=""
 jobs=2
 
-need_arg() { [[ $# -ge 2 && -n $2 ]] || die "$1 needs an argument"; }
 while [[ $# -gt 0 ]]; do
     case $1 in
         --lib)     need_arg "$@"; lib=$2; shift 2 ;;
@@ -111,15 +110,6 @@ IFS=, read -r -a dir_list <<<"$dirs"
 run_kind=(); run_env=(); run_dirs=(); run_label=()
 # VAR=VAL,VAR=VAL into words; a piece without '=' belongs to the value
 # before it (UCX_TLS=tcp,self).
-split_env() {
-    local piece; env_split=()
-    IFS=, read -r -a pieces <<<"$1"
-    for piece in "${pieces[@]}"; do
-        if [[ $piece != *=* && ${#env_split[@]} -gt 0 ]]; then env_split[-1]+=",$piece"
-        else env_split+=("$piece"); fi
-    done
-}
-
 need_lib=0; relink_dirs=()
 for spec in "${runs[@]}"; do
     body=$spec; rdirs=""
@@ -139,19 +129,12 @@ for spec in "${runs[@]}"; do
         [[ ",$dirs," == *",$d,"* ]] || die "run '$spec': directory $d is not in --dirs ($dirs), so it has no native baseline"
         [[ $kind != relink || " ${relink_dirs[*]} " == *" $d "* ]] || relink_dirs+=("$d")
     done
-    if [[ -n $renv ]]; then
-        split_env "$renv"
-        for e in "${env_split[@]}"; do [[ $e == *=* ]] || die "run '$spec': '$e' is not VAR=VALUE"; done
-    fi
-    label=$(tr -c 'A-Za-z0-9_.=+,-' '_' <<<"${spec//[:@]/-}"); label=${label%_}
-    [[ " ${run_label[*]} " != *" $label "* ]] || die "run '$spec' given twice"
-    run_kind+=("$kind"); run_env+=("$renv"); run_dirs+=("$rdirs"); run_label+=("$label")
+    run_spec_label "$spec" "$renv"
+    run_kind+=("$kind"); run_env+=("$renv"); run_dirs+=("$rdirs")
 done
 
 if [[ $need_lib -eq 1 ]]; then
-    [[ -n $lib ]] || die "preload and relink runs need --lib PATH/libmpix.so"
-    [[ -f $lib ]] || die "--lib $lib: no such file"
-    lib=$(realpath "$lib")
+    need_lib_file "preload and relink runs"
 fi
 
 # ------------------------------------------------------------ environment
@@ -180,8 +163,6 @@ fi
 vdir=$cache/mpich-$mpich_version      # everything keyed by the MPICH version
 src=$vdir/src/test/mpi
 declare -a timing=()
-phase_start() { phase_t0=$(date +%s); }
-phase_end()   { timing+=("$(printf '%-28s %5ds' "$1" $(( $(date +%s) - phase_t0 )))"); }
 
 # ------------------------------------------------------------------ fetch
 # apt-get source as shared/notes/external-tests.md describes: a private
