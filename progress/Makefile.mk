@@ -1,5 +1,7 @@
 # The progress engine: operations in flight on the transport underneath.
 src_libmpixcore_la_SOURCES += progress/inflight.cc progress/inflight.h
+# Process-lifetime registries that outlive exit() (threads may still poll them).
+src_libmpixcore_la_SOURCES += progress/immortal.h
 # The progress thread: started by the first GPU stream, parked when idle.
 src_libmpixcore_la_SOURCES += progress/thread.cc progress/thread.h
 # Datatype layouts, packing (the protocol and the transports).

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "immortal.h"
+
 namespace mpix::progress {
 
 void InflightSet::add(MPI_Request request, Pending *owner) {
@@ -118,8 +120,8 @@ void InflightSet::cancel_owned_by(const Pending *owner) {
 }
 
 InflightSet &inflight() {
-  static InflightSet set;
-  return set;
+  static Immortal<InflightSet> set;
+  return set.get();
 }
 
 }  // namespace mpix::progress

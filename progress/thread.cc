@@ -11,6 +11,8 @@
 #include <thread>
 #include <vector>
 
+#include "immortal.h"
+
 namespace mpix::progress {
 namespace {
 
@@ -36,8 +38,8 @@ struct State {
 };
 
 State &state() {
-  static State s;
-  return s;
+  static Immortal<State> s;
+  return s.get();
 }
 
 void run() {

@@ -4,6 +4,8 @@
 #include <shared_mutex>
 #include <unordered_map>
 
+#include "progress/immortal.h"
+
 namespace mpix {
 namespace {
 
@@ -14,10 +16,8 @@ struct Table {
 };
 
 Table &table() {
-  // Empty again after MPI_Finalize, so its destructor at exit frees nothing
-  // that depends on MPI.
-  static Table t;
-  return t;
+  static Immortal<Table> t;
+  return t.get();
 }
 
 // Every call on a handled communicator looks it up, usually the one the

@@ -26,6 +26,7 @@
 
 #include "config.h"
 #include "mpit_vars.h"
+#include "progress/immortal.h"
 #include "runtime.h"
 #include "visibility.h"
 
@@ -81,8 +82,8 @@ struct Table {
 };
 
 Table &table() {
-  static Table t;
-  return t;
+  static Immortal<Table> t;
+  return t.get();
 }
 
 // Whether h lies in mpix's block; its slot in *slot.

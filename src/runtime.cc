@@ -13,6 +13,7 @@
 #include "p2p/gpu_path.h"
 #include "p2p/liveness.h"
 #include "p2p/region_batch.h"
+#include "progress/immortal.h"
 #include "progress/thread.h"
 #include "progress/transport.h"
 
@@ -99,11 +100,11 @@ void print_statistics(const char *transport, const progress::TransportStats &t) 
 }
 
 // exit() without MPI_Finalize (a program's own early exit, or MPI_Abort,
-// which exits): the progress and liveness threads must be joined before the
-// objects that hold them are destroyed, or the C++ runtime aborts the
-// process ("terminate called without an active exception") instead of
-// letting it exit with its own status. Nothing else is torn down: MPI is
-// not finalized.
+// which exits): the progress and liveness threads must stop before the
+// transports they poll are destroyed (namespace-scope objects, destroyed
+// after this handler). The registries they touch are Immortal
+// (progress/immortal.h), since a static made after MPI_Init is destroyed
+// before this handler runs. Nothing else is torn down: MPI is not finalized.
 void stop_threads_at_exit() {
   if (!g_active.load(std::memory_order_acquire)) return;
   progress::thread_stop();
@@ -113,8 +114,8 @@ void stop_threads_at_exit() {
 }  // namespace
 
 StreamStats &stream_stats() {
-  static StreamStats s;
-  return s;
+  static Immortal<StreamStats> s;
+  return s.get();
 }
 
 bool runtime_active() { return g_active.load(std::memory_order_acquire); }
@@ -193,12 +194,9 @@ int runtime_start(int thread_provided, int thread_underlying) {
   if (config_errors[0] != '\0' && g_runtime.world_rank == 0 && g_runtime.config.verbose == 0)
     std::fprintf(stderr, "[mpix] warning: %s", config_errors);
   if (g_runtime.config.verbose >= 1 && g_runtime.world_rank == 0) print_configuration(config_errors);
-  // atexit handlers run before the destructors of statics made earlier: the
-  // thread states exist by now (the progress thread's is made here).
-  static const bool at_exit = [] {
-    progress::thread_running();
-    return std::atexit(stop_threads_at_exit) == 0;
-  }();
+  // atexit handlers run before the destructors of objects made earlier,
+  // such as the transports' (namespace-scope, made at load).
+  static const bool at_exit = [] { return std::atexit(stop_threads_at_exit) == 0; }();
   (void)at_exit;
   g_active.store(true, std::memory_order_release);
   return MPI_SUCCESS;

@@ -5,6 +5,7 @@
 #include <unordered_map>
 
 #include "api_common.h"
+#include "progress/immortal.h"
 #include "src/visibility.h"
 
 using namespace mpix;
@@ -21,8 +22,8 @@ struct MessageTable {
   std::uint32_t next = 1;
 };
 MessageTable &messages() {
-  static MessageTable t;
-  return t;
+  static Immortal<MessageTable> t;
+  return t.get();
 }
 
 template <class H>

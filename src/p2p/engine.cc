@@ -10,10 +10,11 @@
 #include <cstring>
 
 #include "datatype.h"
-#include "liveness.h"
 #include "gpu_path.h"
 #include "gpu_tags.h"
 #include "gpu_wire.h"
+#include "liveness.h"
+#include "progress/immortal.h"
 #include "region_batch.h"
 #include "src/errors.h"
 
@@ -36,8 +37,8 @@ std::mutex g_engine_mutex;
 // Handled communicators with landing receives. The strong references keep
 // each alive until detach(), which runs outside completion callbacks.
 std::vector<std::shared_ptr<P2PComm>> &attached() {
-  static std::vector<std::shared_ptr<P2PComm>> v;
-  return v;
+  static Immortal<std::vector<std::shared_ptr<P2PComm>>> v;
+  return v.get();
 }
 
 match::Key pattern_key(int source, int tag) {
@@ -112,8 +113,8 @@ bool receives_pending() { return g_receives_pending.load(std::memory_order_relax
 namespace {
 // What detached communicators' matchers did (under the engine lock).
 MatchTotals &detached_totals() {
-  static MatchTotals t;
-  return t;
+  static Immortal<MatchTotals> t;
+  return t.get();
 }
 }  // namespace
 

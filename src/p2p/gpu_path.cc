@@ -20,6 +20,7 @@
 #include "gpu_cache.h"
 #include "gpu_tags.h"
 #include "gpu_wire.h"
+#include "progress/immortal.h"
 #include "src/errors.h"
 
 namespace mpix::p2p {
@@ -56,8 +57,8 @@ std::int32_t g_pid = 0;
 
 struct Op;
 std::vector<std::unique_ptr<Op>> &ops() {
-  static std::vector<std::unique_ptr<Op>> v;
-  return v;
+  static Immortal<std::vector<std::unique_ptr<Op>>> v;
+  return v.get();
 }
 
 // Separate pools per direction: a send slot is released only when the

@@ -10,6 +10,7 @@
 
 #include "engine.h"
 #include "gpu_path.h"
+#include "progress/immortal.h"
 #include "progress/transport.h"
 
 namespace mpix::p2p {
@@ -31,8 +32,8 @@ struct State {
 };
 
 State &state() {
-  static State s;
-  return s;
+  static Immortal<State> s;
+  return s.get();
 }
 
 // Engine polls so far: a count, not a time, since every poll bumps it and

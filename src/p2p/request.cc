@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "engine.h"
+#include "progress/immortal.h"
 #include "src/comm_table.h"
 
 namespace mpix::p2p {
@@ -32,8 +33,8 @@ struct Table {
 };
 
 Table &table() {
-  static Table t;
-  return t;
+  static Immortal<Table> t;
+  return t.get();
 }
 
 std::atomic<int> g_live{0};
