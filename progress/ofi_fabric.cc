@@ -107,15 +107,6 @@ int mpi_error(int err, const char *what) {
   return err == FI_ENOMEM ? MPI_ERR_NO_MEM : MPI_ERR_OTHER;
 }
 
-MPI_Status make_status(int error, std::size_t bytes) {
-  MPI_Status st{};
-  st.MPI_SOURCE = MPI_ANY_SOURCE;
-  st.MPI_TAG = MPI_ANY_TAG;
-  st.MPI_ERROR = error;
-  PMPI_Status_set_elements_x(&st, MPI_BYTE, static_cast<MPI_Count>(bytes));
-  return st;
-}
-
 Fabric::~Fabric() {
   acks_.clear();
   // Ops nobody will finish (rendezvous sources never read, abandoned at
@@ -364,14 +355,6 @@ bool Fabric::post_receive(RecvSlot *slot) {
   return false;
 }
 
-std::uint32_t Fabric::register_link(OfiLink *link) {
-  const std::uint32_t id = next_link_++;
-  links_.emplace(id, link);
-  return id;
-}
-
-void Fabric::unregister_link(std::uint32_t id) { links_.erase(id); }
-
 ssize_t Fabric::inject(int world, const void *head, std::size_t head_bytes, const void *payload, std::size_t n) {
   if (!queued_.empty() || head_bytes + n > inject_size_) return -FI_EAGAIN;
   std::memcpy(scratch_.data(), head, head_bytes);
@@ -513,24 +496,8 @@ int Fabric::local(const void *buf, std::size_t n, std::uint64_t access, Registra
   return MPI_SUCCESS;
 }
 
-std::uint64_t Fabric::await_ack(Op *op) {
-  const std::uint64_t cookie = next_cookie_++;
-  acks_.emplace(cookie, op);
-  return cookie;
-}
-
-std::uint32_t Fabric::take_owed(int world) {
-  Peer &p = peer(world);
-  const std::size_t give = std::min<std::size_t>(p.owed, UINT32_MAX);
-  p.owed -= give;
-  return static_cast<std::uint32_t>(give);
-}
-
 void Fabric::consumed(int world, std::size_t credit) {
-  Peer &p = peer(world);
-  p.owed += credit;
-  // Half a window owed and no message going back to carry it: send it.
-  if (p.owed >= window_ / 2) send_control(world, kFrameCredit, take_owed(world), 0);
+  if (owe(world, credit)) send_control(world, kFrameCredit, take_owed(world), 0);
 }
 
 void Fabric::arrived(const char *data, std::size_t length) {
@@ -648,16 +615,7 @@ int Fabric::poll() {
   return n;
 }
 
-bool Fabric::busy() {
-  if (outstanding_.load(std::memory_order_relaxed) > 0) return true;
-  const auto now = std::chrono::steady_clock::now();
-  const std::uint64_t activity = activity_.load(std::memory_order_relaxed);
-  if (activity != seen_activity_) {
-    seen_activity_ = activity;
-    activity_changed_ = now;
-  }
-  return now - activity_changed_ < kLinger;
-}
+bool Fabric::busy() { return busy_within(kLinger); }
 
 TransportCounts Fabric::counts() const {
   TransportCounts c;
@@ -674,24 +632,11 @@ void Fabric::abandon() {
 }
 
 bool Fabric::progress_until(const std::function<bool()> &done, double seconds) {
-  const auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
-  unsigned idle = 0;
-  while (!done()) {
-    if (poll() == 0 && ++idle % 64 == 0) sched_yield();
-    if (std::chrono::steady_clock::now() > end) return false;
-  }
-  return true;
+  return poll_until([this] { return poll(); }, done, seconds);
 }
 
 void Fabric::fence() {
-  MPI_Request req = MPI_REQUEST_NULL;
-  if (PMPI_Ibarrier(MPI_COMM_WORLD, &req) != MPI_SUCCESS) return;
-  int flag = 0;
-  unsigned idle = 0;
-  while (!flag) {
-    if (poll() == 0 && ++idle % 64 == 0) sched_yield();
-    PMPI_Test(&req, &flag, MPI_STATUS_IGNORE);
-  }
+  polling_barrier([this] { return poll(); });
 }
 
 void Fabric::stop() {

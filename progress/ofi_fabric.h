@@ -50,6 +50,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "link_core.h"
 #include "ofi_wire.h"
 #include "transport.h"
 
@@ -108,16 +109,14 @@ struct Registration {
   void *desc() const { return mr ? fi_mr_desc(mr.get()) : nullptr; }
 };
 
-struct Peer {
+struct Peer : Credit {
   fi_addr_t addr = FI_ADDR_UNSPEC;
-  std::int64_t credit = 0;   // eager bytes we may still send it
-  std::size_t owed = 0;      // eager bytes consumed here, not given back yet
-  std::size_t max_frame = 0; // the largest frame its receive buffers take
+  std::size_t max_frame = 0;  // the largest frame its receive buffers take
 };
 
 class OfiLink;
 
-class Fabric {
+class Fabric : public TransportCore<OfiLink, Op, Peer> {
  public:
   Fabric() = default;
   ~Fabric();
@@ -133,14 +132,8 @@ class Fabric {
 
   const TransportConfig &config() const { return config_; }
   const char *provider() const { return provider_.c_str(); }
-  int world_rank() const { return world_rank_; }
-  Peer &peer(int world) { return peers_[static_cast<std::size_t>(world)]; }
   std::size_t inject_size() const { return inject_size_; }
   std::size_t iov_limit() const { return iov_limit_; }
-
-  // Link ids: process-local, never reused.
-  std::uint32_t register_link(OfiLink *link);
-  void unregister_link(std::uint32_t id);
 
   // Ops alive (Op's constructor and destructor).
   void adopt(Op *op) { ops_.insert(op); }
@@ -175,16 +168,13 @@ class Fabric {
   // The largest single transfer (reads are split into chunks of it).
   std::size_t max_msg() const { return max_msg_; }
 
-  // Acks and rendezvous-dones awaited, by cookie (never 0).
-  std::uint64_t await_ack(Op *op);
-  void forget_ack(std::uint64_t cookie) { acks_.erase(cookie); }
   // Transfers a peer needs this process for (a rendezvous source not read
   // yet): they keep the liveness thread polling.
   void hold() { outstanding_.fetch_add(1, std::memory_order_relaxed); }
   void release() { outstanding_.fetch_sub(1, std::memory_order_relaxed); }
 
-  // Credit given back to `world` (piggy-backed or by control frame).
-  std::uint32_t take_owed(int world);
+  // Credit given back to `world` (piggy-backed, see take_owed(), or by
+  // control frame).
   void consumed(int world, std::size_t credit);
 
   int poll();
@@ -197,9 +187,6 @@ class Fabric {
   void abandon();
   // After the links are gone: collective; closes everything.
   void stop();
-
-  TransportStats stats;
-  std::uint64_t envelopes_sent = 0;  // every envelope given a sequence number
 
  private:
   // A receive buffer: posted with its own Context (op == nullptr).
@@ -223,8 +210,6 @@ class Fabric {
 
   TransportConfig config_;
   std::string provider_;
-  int world_rank_ = 0;
-  std::size_t window_ = 0;
   std::size_t inject_size_ = 0;
   std::size_t max_msg_ = 0;
   std::size_t iov_limit_ = 1;
@@ -237,7 +222,6 @@ class Fabric {
   Fid<fid_cq> cq_;
   Fid<fid_av> av_;
   Fid<fid_ep> ep_;
-  std::vector<Peer> peers_;
   // Receive buffers: one slab, slot_bytes_ each.
   std::unique_ptr<char[]> slab_;
   Registration slab_mr_;
@@ -245,8 +229,6 @@ class Fabric {
   std::vector<std::unique_ptr<RecvSlot>> slots_;
   std::vector<RecvSlot *> unposted_;
   std::vector<char> scratch_;  // an injected frame
-  std::unordered_map<std::uint32_t, OfiLink *> links_;
-  std::uint32_t next_link_ = 1;
   std::unordered_set<Op *> ops_;
   std::deque<std::function<bool()>> queued_;
   struct Done {
@@ -255,15 +237,9 @@ class Fabric {
     std::size_t length;
   };
   std::vector<Done> completed_;
-  std::unordered_map<std::uint64_t, Op *> acks_;
-  std::uint64_t next_cookie_ = 1;
   bool stopping_ = false;
-  // libfabric operations in flight + queued sends + later completions +
-  // held rendezvous sources.
-  std::atomic<long> outstanding_{0};
-  std::atomic<std::uint64_t> activity_{0};
-  std::uint64_t seen_activity_ = 0;
-  std::chrono::steady_clock::time_point activity_changed_{};
+  // outstanding_: libfabric operations in flight + queued sends + later
+  // completions + held rendezvous sources.
 };
 
 // The process's fabric (nullptr unless the libfabric transport is in use).
@@ -271,9 +247,6 @@ Fabric *fabric();
 // MPI error code for a libfabric error number (either sign), printing
 // what failed.
 int mpi_error(int err, const char *what);
-// A status as progress::Pending expects it.
-MPI_Status make_status(int error, std::size_t bytes);
-
 }  // namespace mpix::progress::ofi
 
 #endif

@@ -161,39 +161,33 @@ class PullOp final : public Op {
 }  // namespace
 
 OfiLink::OfiLink(Fabric &f, const LinkParams &params, std::vector<int> world, int rank)
-    : f_(f), params_(params), rank_(rank), world_(std::move(world)) {
-  id_ = f_.register_link(this);
-  seq_out_.assign(world_.size(), 0);
-  seq_in_.assign(world_.size(), 0);
+    : LinkCore(f, params, std::move(world), rank) {
+  id_ = host_.register_link(this);
+  in_order_.reset(world_.size());
 }
 
 OfiLink::~OfiLink() {
-  f_.unregister_link(id_);
+  host_.unregister_link(id_);
   // Senders whose data nobody will read here get it back.
-  for (auto &[key, early] : early_)
-    if (early.e.frame == kFrameRendezvous) f_.send_control(early.e.world, kFrameRendezvousDone, 0, early.e.cookie);
-  for (auto &[ticket, r] : rendezvous_in_) f_.send_control(r.world, kFrameRendezvousDone, 0, r.cookie);
+  in_order_.for_each_held([this](Early &early) {
+    if (early.e.frame == kFrameRendezvous)
+      host_.send_control(early.e.world, kFrameRendezvousDone, 0, early.e.cookie);
+  });
+  for (auto &[ticket, r] : rendezvous_in_) host_.send_control(r.world, kFrameRendezvousDone, 0, r.cookie);
 }
 
 Envelope OfiLink::envelope(int dest, const WireHeader &h, FrameKind kind) {
-  const int peer = world_[static_cast<std::size_t>(dest)];
   Envelope e{};
   e.frame = kind;
-  e.link = remote_[static_cast<std::size_t>(dest)];
-  e.source = rank_;
-  e.world = f_.world_rank();
-  e.seq = seq_out_[static_cast<std::size_t>(dest)]++;
-  ++f_.envelopes_sent;
-  e.credit = f_.take_owed(peer);
-  e.h = h;
+  address(e, dest, h);
   return e;
 }
 
 int OfiLink::send_eager(int dest, const WireHeader &h, const void *payload, std::size_t n, Pending *done,
                         bool *pending) {
   *pending = false;
-  const int peer = world_[static_cast<std::size_t>(dest)];
-  Peer &p = f_.peer(peer);
+  const int peer = world_of(dest);
+  Peer &p = host_.peer(peer);
   const std::size_t cost = h.kind == kEager && n > kTinyPayload ? n + kArrivalOverhead : 0;
   const bool sync = (h.flags & kFlagSyncAck) != 0;
   const bool fits = sizeof(Envelope) + n <= p.max_frame;
@@ -202,7 +196,7 @@ int OfiLink::send_eager(int dest, const WireHeader &h, const void *payload, std:
     // buffers are smaller than ours: its MPIX_EAGER_LIMIT is): this one
     // goes as a rendezvous from a copy, so the caller's buffer is free at
     // once (a synchronous send still waits for the read, after the match).
-    if (fits) ++f_.stats.credit_stalls;
+    if (fits) ++host_.stats.credit_stalls;
     WireHeader r = h;
     r.kind = kRendezvous;
     r.flags &= ~kFlagSyncAck;
@@ -211,14 +205,14 @@ int OfiLink::send_eager(int dest, const WireHeader &h, const void *payload, std:
     return rendezvous(dest, r, copy.get(), n, std::move(copy), sync ? done : nullptr, pending);
   }
   p.credit -= static_cast<std::int64_t>(cost);
-  ++f_.stats.eager_sent;
+  ++host_.stats.eager_sent;
   const Envelope e = envelope(dest, h, kFrameMessage);
 
   if (sync) {
     auto op = std::make_unique<SyncOp>(e, done);
-    op->env.cookie = f_.await_ack(op.get());
+    op->env.cookie = host_.await_ack(op.get());
     *pending = true;
-    ssize_t r = f_.inject(peer, &op->env, sizeof op->env, payload, n);
+    ssize_t r = host_.inject(peer, &op->env, sizeof op->env, payload, n);
     if (r == 0) {
       op->sent = true;
       op.release();  // the ack completes it
@@ -229,7 +223,7 @@ int OfiLink::send_eager(int dest, const WireHeader &h, const void *payload, std:
     int rc = r == -FI_EAGAIN ? MPI_SUCCESS : mpi_error(static_cast<int>(r), "synchronous send");
     iovec iov[2] = {{&op->env, sizeof op->env}, {const_cast<void *>(payload), n}};
     std::size_t count = n > 0 ? 2 : 1;
-    if (count == 2 && f_.iov_limit() < 2) {
+    if (count == 2 && host_.iov_limit() < 2) {
       op->data = std::make_unique<char[]>(sizeof op->env + n);
       std::memcpy(op->data.get(), &op->env, sizeof op->env);
       std::memcpy(op->data.get() + sizeof op->env, payload, n);
@@ -237,10 +231,10 @@ int OfiLink::send_eager(int dest, const WireHeader &h, const void *payload, std:
       count = 1;
     }
     for (std::size_t i = 0; i < count && rc == MPI_SUCCESS; ++i)
-      rc = op->descs.add(f_, static_cast<int>(i), iov[i].iov_base, iov[i].iov_len, FI_SEND);
-    if (rc == MPI_SUCCESS) rc = f_.send(peer, iov, op->descs.desc, count, op.get(), &op->ctx);
+      rc = op->descs.add(host_, static_cast<int>(i), iov[i].iov_base, iov[i].iov_len, FI_SEND);
+    if (rc == MPI_SUCCESS) rc = host_.send(peer, iov, op->descs.desc, count, op.get(), &op->ctx);
     if (rc != MPI_SUCCESS) {
-      f_.forget_ack(op->env.cookie);
+      host_.forget_ack(op->env.cookie);
       *pending = false;
       return rc;
     }
@@ -248,7 +242,7 @@ int OfiLink::send_eager(int dest, const WireHeader &h, const void *payload, std:
     return MPI_SUCCESS;
   }
 
-  const ssize_t r = f_.inject(peer, &e, sizeof e, payload, n);
+  const ssize_t r = host_.inject(peer, &e, sizeof e, payload, n);
   if (r == 0) return MPI_SUCCESS;
   if (r != -FI_EAGAIN) return mpi_error(static_cast<int>(r), "eager send");
   // With a completion, which may wait for the receiver's progress (shm
@@ -260,8 +254,8 @@ int OfiLink::send_eager(int dest, const WireHeader &h, const void *payload, std:
   auto op = std::make_unique<EagerOp>(e, tied ? done : nullptr);
   iovec iov[2] = {{&op->env, sizeof op->env}, {const_cast<void *>(payload), n}};
   std::size_t count = n > 0 ? 2 : 1;
-  if (!tied || f_.iov_limit() < 2) {
-    ++f_.stats.copied_sends;
+  if (!tied || host_.iov_limit() < 2) {
+    ++host_.stats.copied_sends;
     op->data = std::make_unique<char[]>(sizeof e + n);
     std::memcpy(op->data.get(), &e, sizeof e);
     if (n > 0) std::memcpy(op->data.get() + sizeof e, payload, n);
@@ -270,39 +264,18 @@ int OfiLink::send_eager(int dest, const WireHeader &h, const void *payload, std:
   }
   int rc = MPI_SUCCESS;
   for (std::size_t i = 0; i < count && rc == MPI_SUCCESS; ++i)
-    rc = op->descs.add(f_, static_cast<int>(i), iov[i].iov_base, iov[i].iov_len, FI_SEND);
-  if (rc == MPI_SUCCESS) rc = f_.send(peer, iov, op->descs.desc, count, op.get(), &op->ctx);
+    rc = op->descs.add(host_, static_cast<int>(i), iov[i].iov_base, iov[i].iov_len, FI_SEND);
+  if (rc == MPI_SUCCESS) rc = host_.send(peer, iov, op->descs.desc, count, op.get(), &op->ctx);
   if (rc != MPI_SUCCESS) return rc;
   *pending = tied;
   op.release();  // completes from poll()
   return MPI_SUCCESS;
 }
 
-int OfiLink::send_rendezvous(int dest, const WireHeader &h, const void *buf, int count, MPI_Datatype dtype,
-                             SendMode mode, Pending *done, bool *pending) {
-  const Layout l = layout_of(dtype, count);
-  const std::size_t n = static_cast<std::size_t>(l.bytes);
-  std::unique_ptr<char[]> owned;
-  const void *src = static_cast<const char *>(buf) + l.true_lb;
-  // Buffered: the caller's buffer is free at once. Non-contiguous: the
-  // peer reads bytes, MPI packs them.
-  if (mode == SendMode::kBuffered || !l.contiguous) {
-    owned = std::make_unique<char[]>(n);
-    if (l.contiguous) {
-      if (n > 0) std::memcpy(owned.get(), src, n);
-    } else {
-      const int rc = pack_bytes(buf, count, dtype, owned.get(), static_cast<int>(n), params_.ctrl);
-      if (rc != MPI_SUCCESS) return rc;
-    }
-    src = owned.get();
-  }
-  return rendezvous(dest, h, src, n, std::move(owned), mode == SendMode::kBuffered ? nullptr : done, pending);
-}
-
 int OfiLink::rendezvous(int dest, const WireHeader &h, const void *src, std::size_t n, std::unique_ptr<char[]> owned,
                         Pending *done, bool *pending) {
   *pending = false;
-  const int peer = world_[static_cast<std::size_t>(dest)];
+  const int peer = world_of(dest);
   auto op = std::make_unique<RndvOp>(done);
   op->owned = std::move(owned);
   if (op->owned) src = op->owned.get();
@@ -310,15 +283,15 @@ int OfiLink::rendezvous(int dest, const WireHeader &h, const void *src, std::siz
   if (n > 0) {
     // Before the envelope takes its sequence number: a failure here leaves
     // the link as it was.
-    const int rc = f_.expose(src, n, &op->exposed, &addr, &key);
+    const int rc = host_.expose(src, n, &op->exposed, &addr, &key);
     if (rc != MPI_SUCCESS) return rc;
   }
-  ++f_.stats.rendezvous_sent;
+  ++host_.stats.rendezvous_sent;
   op->env = envelope(dest, h, kFrameRendezvous);
   op->env.addr = addr;
   op->env.key = key;
-  op->env.cookie = f_.await_ack(op.get());
-  const ssize_t r = f_.inject(peer, &op->env, sizeof op->env, nullptr, 0);
+  op->env.cookie = host_.await_ack(op.get());
+  const ssize_t r = host_.inject(peer, &op->env, sizeof op->env, nullptr, 0);
   int rc = MPI_SUCCESS;
   if (r == 0) {
     op->sent = true;
@@ -326,11 +299,11 @@ int OfiLink::rendezvous(int dest, const WireHeader &h, const void *src, std::siz
     rc = mpi_error(static_cast<int>(r), "rendezvous envelope");
   } else {
     iovec iov{&op->env, sizeof op->env};
-    rc = op->descs.add(f_, 0, &op->env, sizeof op->env, FI_SEND);
-    if (rc == MPI_SUCCESS) rc = f_.send(peer, &iov, op->descs.desc, 1, op.get(), &op->ctx);
+    rc = op->descs.add(host_, 0, &op->env, sizeof op->env, FI_SEND);
+    if (rc == MPI_SUCCESS) rc = host_.send(peer, &iov, op->descs.desc, 1, op.get(), &op->ctx);
   }
   if (rc != MPI_SUCCESS) {
-    f_.forget_ack(op->env.cookie);
+    host_.forget_ack(op->env.cookie);
     return rc;
   }
   *pending = done != nullptr;
@@ -345,7 +318,7 @@ int OfiLink::pull(const Arrival &a, void *buf, int count, MPI_Datatype dtype, Pe
   rendezvous_in_.erase(it);
   // Whatever fails here, the sender gets its buffer back.
   const auto give_back = [this, &from](int rc) {
-    f_.send_control(from.world, kFrameRendezvousDone, 0, from.cookie);
+    host_.send_control(from.world, kFrameRendezvousDone, 0, from.cookie);
     return rc;
   };
   auto op = std::make_unique<PullOp>();
@@ -368,21 +341,21 @@ int OfiLink::pull(const Arrival &a, void *buf, int count, MPI_Datatype dtype, Pe
   PullOp *raw = op.get();
   if (op->got == 0) {
     op->remaining = 1;
-    f_.complete_later(op.release(), 0, 0);
+    host_.complete_later(op.release(), 0, 0);
     return MPI_SUCCESS;
   }
-  int rc = f_.local(into, op->got, FI_READ, &op->reg);
+  int rc = host_.local(into, op->got, FI_READ, &op->reg);
   if (rc != MPI_SUCCESS) return give_back(rc);
-  const std::size_t chunk = std::max<std::size_t>(f_.max_msg(), 1);
+  const std::size_t chunk = std::max<std::size_t>(host_.max_msg(), 1);
   const std::size_t chunks = op->got / chunk + (op->got % chunk != 0 ? 1 : 0);  // (max_msg may be SIZE_MAX)
   op->ctxs.resize(chunks);
   op->remaining = static_cast<int>(chunks);
   op.release();  // from here the chunks' completions own it
   for (std::size_t i = 0; i < chunks; ++i) {
     const std::size_t off = i * chunk, len = std::min(chunk, raw->got - off);
-    rc = f_.read(from.world, into + off, len, raw->reg.desc(), from.addr + off, from.key, raw, &raw->ctxs[i]);
+    rc = host_.read(from.world, into + off, len, raw->reg.desc(), from.addr + off, from.key, raw, &raw->ctxs[i]);
     // A chunk that could not start finishes (with its error) from poll().
-    if (rc != MPI_SUCCESS) f_.complete_later(raw, FI_EIO, 0);
+    if (rc != MPI_SUCCESS) host_.complete_later(raw, FI_EIO, 0);
   }
   return MPI_SUCCESS;
 }
@@ -391,16 +364,12 @@ void OfiLink::discard(const Arrival &a) {
   if (a.h.kind != kRendezvous) return;
   auto it = rendezvous_in_.find(a.ticket);
   if (it == rendezvous_in_.end()) return;
-  f_.send_control(it->second.world, kFrameRendezvousDone, 0, it->second.cookie);
+  host_.send_control(it->second.world, kFrameRendezvousDone, 0, it->second.cookie);
   rendezvous_in_.erase(it);
 }
 
 void OfiLink::matched(const Arrival &a) {
-  f_.send_control(world_[static_cast<std::size_t>(a.source)], kFrameSyncAck, 0, a.ticket);
-}
-
-void OfiLink::consumed(int source, std::size_t credit) {
-  if (credit > 0) f_.consumed(world_[static_cast<std::size_t>(source)], credit);
+  host_.send_control(world_of(a.source), kFrameSyncAck, 0, a.ticket);
 }
 
 void OfiLink::hand_up(const Envelope &e, const char *payload, std::size_t n) {
@@ -423,16 +392,15 @@ void OfiLink::receive(const Frame &f) {
   const Envelope &e = f.e;
   WireError bad = check_link_arrival(e, size());
   // The sender's two ranks must name the same process.
-  if (bad == WireError::kOk && world_[static_cast<std::size_t>(e.source)] != e.world) bad = WireError::kBadRank;
+  if (bad == WireError::kOk && world_of(e.source) != e.world) bad = WireError::kBadRank;
   if (bad != WireError::kOk) {
     report_malformed("libfabric transport", e.source, bad);
     // Its sender's data is released whatever the envelope says.
-    if (e.frame == kFrameRendezvous) f_.send_control(e.world, kFrameRendezvousDone, 0, e.cookie);
+    if (e.frame == kFrameRendezvous) host_.send_control(e.world, kFrameRendezvousDone, 0, e.cookie);
     return;
   }
-  const auto src = static_cast<std::size_t>(e.source);
-  if (e.seq != seq_in_[src]) {
-    ++f_.stats.out_of_order;
+  if (!in_order_.is_next(e.source, e.seq)) {
+    ++host_.stats.out_of_order;
     Early early;
     early.e = e;
     if (f.payload_bytes > 0) {
@@ -440,19 +408,11 @@ void OfiLink::receive(const Frame &f) {
       std::memcpy(early.data.get(), f.payload, f.payload_bytes);
     }
     early.length = f.payload_bytes;
-    early_.emplace(std::make_pair(e.source, e.seq), std::move(early));
+    in_order_.hold(e.source, e.seq, std::move(early));
     return;
   }
   hand_up(e, f.payload, f.payload_bytes);
-  ++seq_in_[src];
-  while (!early_.empty()) {
-    auto it = early_.find(std::make_pair(e.source, seq_in_[src]));
-    if (it == early_.end()) break;
-    Early next = std::move(it->second);
-    early_.erase(it);
-    hand_up(next.e, next.data.get(), next.length);
-    ++seq_in_[src];
-  }
+  in_order_.advance(e.source, [this](Early &next) { hand_up(next.e, next.data.get(), next.length); });
 }
 
 namespace {
@@ -466,17 +426,10 @@ struct Card {
 }  // namespace
 
 int create_link(Fabric &f, const LinkParams &params, std::unique_lock<std::mutex> &lock, std::unique_ptr<Link> *out) {
-  int size = 0, rank = 0;
-  PMPI_Comm_size(params.user, &size);
+  int rank = 0;
   PMPI_Comm_rank(params.user, &rank);
-  std::vector<int> ranks(static_cast<std::size_t>(size)), world(static_cast<std::size_t>(size));
-  for (int i = 0; i < size; ++i) ranks[static_cast<std::size_t>(i)] = i;
-  MPI_Group group = MPI_GROUP_NULL, world_group = MPI_GROUP_NULL;
-  PMPI_Comm_group(params.user, &group);
-  PMPI_Comm_group(MPI_COMM_WORLD, &world_group);
-  PMPI_Group_translate_ranks(group, size, ranks.data(), world_group, world.data());
-  PMPI_Group_free(&group);
-  PMPI_Group_free(&world_group);
+  const std::vector<int> world = world_ranks(params.user);
+  const int size = static_cast<int>(world.size());
 
   Card mine{};
   for (int r : world)

@@ -10,18 +10,17 @@
 #ifndef MPIX_PROGRESS_OFI_LINK_H
 #define MPIX_PROGRESS_OFI_LINK_H
 
-#include <map>
 #include <memory>
 #include <mutex>
 #include <unordered_map>
-#include <utility>
 #include <vector>
 
+#include "link_core.h"
 #include "ofi_fabric.h"
 
 namespace mpix::progress::ofi {
 
-class OfiLink final : public Link {
+class OfiLink final : public LinkCore<Fabric> {
  public:
   // world: each member's rank in MPI_COMM_WORLD; rank: this process's.
   OfiLink(Fabric &f, const LinkParams &params, std::vector<int> world, int rank);
@@ -29,22 +28,11 @@ class OfiLink final : public Link {
   OfiLink(const OfiLink &) = delete;
   OfiLink &operator=(const OfiLink &) = delete;
 
-  std::uint32_t id() const { return id_; }
-  // The peers' ids of this communicator (from the exchange).
-  void set_remote_ids(std::vector<std::uint32_t> ids) { remote_ = std::move(ids); }
-  int size() const { return static_cast<int>(world_.size()); }
-
   int send_eager(int dest, const WireHeader &h, const void *payload, std::size_t n, Pending *done,
                  bool *pending) override;
-  int send_rendezvous(int dest, const WireHeader &h, const void *buf, int count, MPI_Datatype dtype, SendMode mode,
-                      Pending *done, bool *pending) override;
   int pull(const Arrival &a, void *buf, int count, MPI_Datatype dtype, Pending *done) override;
   void discard(const Arrival &a) override;
   void matched(const Arrival &a) override;
-  void consumed(int source, std::size_t credit) override;
-  void want_more() override {}
-  bool eager_sync() const override { return true; }
-  int poll() override { return 0; }  // the fabric's poll serves every link
 
   // From the fabric's poll: a message or rendezvous frame for this link.
   // Its payload is valid during the call.
@@ -52,25 +40,17 @@ class OfiLink final : public Link {
 
  private:
   Envelope envelope(int dest, const WireHeader &h, FrameKind kind);
-  // A rendezvous of n contiguous bytes at src (owned: a copy the op keeps).
   int rendezvous(int dest, const WireHeader &h, const void *src, std::size_t n, std::unique_ptr<char[]> owned,
-                 Pending *done, bool *pending);
+                 Pending *done, bool *pending) override;
   void hand_up(const Envelope &e, const char *payload, std::size_t n);
 
-  Fabric &f_;
-  LinkParams params_;
-  int rank_;
-  std::uint32_t id_ = 0;
-  std::vector<int> world_;            // comm rank -> MPI_COMM_WORLD rank
-  std::vector<std::uint32_t> remote_; // comm rank -> its id of this link
-  std::vector<std::uint32_t> seq_out_, seq_in_;
-  // Arrivals ahead of their predecessors, by (source, seq).
+  // Arrivals ahead of their predecessors.
   struct Early {
     Envelope e;
     std::unique_ptr<char[]> data;  // eager payload copy
     std::size_t length = 0;
   };
-  std::map<std::pair<int, std::uint32_t>, Early> early_;
+  InOrder<Early> in_order_;
   // Rendezvous arrivals handed up and not pulled or discarded yet, by
   // ticket: where their data is at the sender.
   struct Remote {

@@ -130,43 +130,36 @@ void pull_done(void *request, ucs_status_t status, std::size_t length, void *use
 }  // namespace
 
 UcxLink::UcxLink(Worker &w, const LinkParams &params, std::vector<int> world, int rank)
-    : w_(w), params_(params), rank_(rank), world_(std::move(world)) {
-  id_ = w_.register_link(this);
-  seq_out_.assign(world_.size(), 0);
-  seq_in_.assign(world_.size(), 0);
+    : LinkCore(w, params, std::move(world), rank) {
+  id_ = host_.register_link(this);
+  in_order_.reset(world_.size());
 }
 
 UcxLink::~UcxLink() {
-  w_.unregister_link(id_);
-  for (auto &[key, early] : early_)
-    if (early.rndv) ucp_am_data_release(w_.handle(), early.desc);
+  host_.unregister_link(id_);
+  in_order_.for_each_held([this](Early &early) {
+    if (early.rndv) ucp_am_data_release(host_.handle(), early.desc);
+  });
 }
 
 Envelope UcxLink::envelope(int dest, const WireHeader &h) {
-  const int peer = world_[static_cast<std::size_t>(dest)];
   Envelope e{};
-  e.link = remote_[static_cast<std::size_t>(dest)];
-  e.source = rank_;
-  e.world = w_.world_rank();
-  e.seq = seq_out_[static_cast<std::size_t>(dest)]++;
-  ++w_.envelopes_sent;
-  e.credit = w_.take_owed(peer);
-  e.h = h;
+  address(e, dest, h);
   return e;
 }
 
 int UcxLink::send_eager(int dest, const WireHeader &h, const void *payload, std::size_t n, Pending *done,
                         bool *pending) {
   *pending = false;
-  const int peer = world_[static_cast<std::size_t>(dest)];
-  Peer &p = w_.peer(peer);
+  const int peer = world_of(dest);
+  Peer &p = host_.peer(peer);
   const std::size_t cost = h.kind == kEager && n > kTinyPayload ? n + kArrivalOverhead : 0;
   const bool sync = (h.flags & kFlagSyncAck) != 0;
   if (cost > static_cast<std::size_t>(p.credit > 0 ? p.credit : 0)) {
     // The receiver holds a window of our eager data already: this one goes
     // as a rendezvous from a copy, so the caller's buffer is free at once
     // (a synchronous send still waits for the pull, which follows the match).
-    ++w_.stats.credit_stalls;
+    ++host_.stats.credit_stalls;
     WireHeader r = h;
     r.kind = kRendezvous;
     r.flags &= ~kFlagSyncAck;
@@ -175,17 +168,17 @@ int UcxLink::send_eager(int dest, const WireHeader &h, const void *payload, std:
     return rendezvous(dest, r, copy.get(), n, std::move(copy), sync ? done : nullptr, pending);
   }
   p.credit -= static_cast<std::int64_t>(cost);
-  ++w_.stats.eager_sent;
+  ++host_.stats.eager_sent;
   const Envelope e = envelope(dest, h);
 
   if (sync) {
     auto op = std::make_unique<SyncOp>(e, done);
-    op->env.cookie = w_.await_ack(op.get());
+    op->env.cookie = host_.await_ack(op.get());
     *pending = true;
     ucs_status_t st = UCS_ERR_NO_RESOURCE;
-    if (!w_.in_callback()) {
+    if (!host_.in_callback()) {
       op->sent = true;  // an ack may come before the call returns (loopback)
-      st = w_.send_am(peer, kAmMessage, &op->env, sizeof op->env, payload, n, UCP_AM_SEND_FLAG_EAGER, nullptr);
+      st = host_.send_am(peer, kAmMessage, &op->env, sizeof op->env, payload, n, UCP_AM_SEND_FLAG_EAGER, nullptr);
       op->sent = st == UCS_OK;
     }
     if (st == UCS_OK) {
@@ -193,13 +186,13 @@ int UcxLink::send_eager(int dest, const WireHeader &h, const void *payload, std:
       return MPI_SUCCESS;
     }
     if (st != UCS_ERR_NO_RESOURCE) {
-      w_.forget_ack(op->env.cookie);
+      host_.forget_ack(op->env.cookie);
       *pending = false;
       return mpi_error(st, "synchronous send");
     }
     // The request completes only after the ack, which follows the send:
     // the data may stay where it is until then, unless the send waits.
-    if (w_.in_callback()) {
+    if (host_.in_callback()) {
       op->data = std::make_unique<char[]>(n);
       if (n > 0) std::memcpy(op->data.get(), payload, n);
       payload = op->data.get();
@@ -207,17 +200,17 @@ int UcxLink::send_eager(int dest, const WireHeader &h, const void *payload, std:
     SyncOp *raw = op.release();
     const auto issue = [this, peer, raw, payload, n] {
       const ucs_status_t s =
-          w_.send_am(peer, kAmMessage, &raw->env, sizeof raw->env, payload, n, UCP_AM_SEND_FLAG_EAGER, raw);
-      if (s != UCS_INPROGRESS) w_.complete_later(raw, s, 0);
+          host_.send_am(peer, kAmMessage, &raw->env, sizeof raw->env, payload, n, UCP_AM_SEND_FLAG_EAGER, raw);
+      if (s != UCS_INPROGRESS) host_.complete_later(raw, s, 0);
     };
-    if (w_.in_callback()) w_.defer(issue);
+    if (host_.in_callback()) host_.defer(issue);
     else issue();
     return MPI_SUCCESS;
   }
 
-  if (!w_.in_callback()) {
+  if (!host_.in_callback()) {
     const ucs_status_t st =
-        w_.send_am(peer, kAmMessage, &e, sizeof e, payload, n, UCP_AM_SEND_FLAG_EAGER, nullptr);
+        host_.send_am(peer, kAmMessage, &e, sizeof e, payload, n, UCP_AM_SEND_FLAG_EAGER, nullptr);
     if (st == UCS_OK) return MPI_SUCCESS;
     if (st != UCS_ERR_NO_RESOURCE) return mpi_error(st, "eager send");
   }
@@ -230,7 +223,7 @@ int UcxLink::send_eager(int dest, const WireHeader &h, const void *payload, std:
   auto op = std::make_unique<EagerOp>(e, tied ? done : nullptr);
   const void *from = payload;
   if (!tied) {
-    ++w_.stats.copied_sends;
+    ++host_.stats.copied_sends;
     op->data = std::make_unique<char[]>(n);
     if (n > 0) std::memcpy(op->data.get(), payload, n);
     from = op->data.get();
@@ -238,49 +231,30 @@ int UcxLink::send_eager(int dest, const WireHeader &h, const void *payload, std:
   *pending = tied;
   EagerOp *raw = op.release();
   const auto issue = [this, peer, raw, from, n] {
-    const ucs_status_t s = w_.send_am(peer, kAmMessage, &raw->env, sizeof raw->env, from, n, UCP_AM_SEND_FLAG_EAGER, raw);
-    if (s != UCS_INPROGRESS) w_.complete_later(raw, s, 0);
+    const ucs_status_t s =
+        host_.send_am(peer, kAmMessage, &raw->env, sizeof raw->env, from, n, UCP_AM_SEND_FLAG_EAGER, raw);
+    if (s != UCS_INPROGRESS) host_.complete_later(raw, s, 0);
   };
-  if (w_.in_callback()) w_.defer(issue);
+  if (host_.in_callback()) host_.defer(issue);
   else issue();
   return MPI_SUCCESS;
 }
 
-int UcxLink::send_rendezvous(int dest, const WireHeader &h, const void *buf, int count, MPI_Datatype dtype,
-                             SendMode mode, Pending *done, bool *pending) {
-  const Layout l = layout_of(dtype, count);
-  const std::size_t n = static_cast<std::size_t>(l.bytes);
-  std::unique_ptr<char[]> owned;
-  const void *src = static_cast<const char *>(buf) + l.true_lb;
-  // Buffered: the caller's buffer is free at once. Non-contiguous: UCX
-  // sends bytes, MPI packs them.
-  if (mode == SendMode::kBuffered || !l.contiguous) {
-    owned = std::make_unique<char[]>(n);
-    if (l.contiguous) {
-      if (n > 0) std::memcpy(owned.get(), src, n);
-    } else {
-      const int rc = pack_bytes(buf, count, dtype, owned.get(), static_cast<int>(n), params_.ctrl);
-      if (rc != MPI_SUCCESS) return rc;
-    }
-    src = owned.get();
-  }
-  return rendezvous(dest, h, src, n, std::move(owned), mode == SendMode::kBuffered ? nullptr : done, pending);
-}
-
 int UcxLink::rendezvous(int dest, const WireHeader &h, const void *src, std::size_t n, std::unique_ptr<char[]> owned,
                         Pending *done, bool *pending) {
-  const int peer = world_[static_cast<std::size_t>(dest)];
-  ++w_.stats.rendezvous_sent;
+  const int peer = world_of(dest);
+  ++host_.stats.rendezvous_sent;
   auto op = std::make_unique<RndvOp>(envelope(dest, h), done);
   op->owned = std::move(owned);
   if (op->owned) src = op->owned.get();
   *pending = done != nullptr;
   RndvOp *raw = op.release();
   const auto issue = [this, peer, raw, src, n] {
-    const ucs_status_t s = w_.send_am(peer, kAmMessage, &raw->env, sizeof raw->env, src, n, UCP_AM_SEND_FLAG_RNDV, raw);
-    if (s != UCS_INPROGRESS) w_.complete_later(raw, s, 0);
+    const ucs_status_t s =
+        host_.send_am(peer, kAmMessage, &raw->env, sizeof raw->env, src, n, UCP_AM_SEND_FLAG_RNDV, raw);
+    if (s != UCS_INPROGRESS) host_.complete_later(raw, s, 0);
   };
-  if (w_.in_callback()) w_.defer(issue);
+  if (host_.in_callback()) host_.defer(issue);
   else issue();
   return MPI_SUCCESS;
 }
@@ -309,17 +283,17 @@ int UcxLink::pull(const Arrival &a, void *buf, int count, MPI_Datatype dtype, Pe
     p.cb.recv_am = pull_done;
     p.user_data = raw;
     p.recv_info.length = &length;
-    const ucs_status_ptr_t r = ucp_am_recv_data_nbx(w_.handle(), desc, into, n, &p);
+    const ucs_status_ptr_t r = ucp_am_recv_data_nbx(host_.handle(), desc, into, n, &p);
     if (r == nullptr) {
-      w_.complete_later(raw, UCS_OK, length);
+      host_.complete_later(raw, UCS_OK, length);
     } else if (UCS_PTR_IS_ERR(r)) {
-      w_.complete_later(raw, UCS_PTR_STATUS(r), 0);
+      host_.complete_later(raw, UCS_PTR_STATUS(r), 0);
     } else {
       raw->request = r;
-      w_.track(raw);
+      host_.track(raw);
     }
   };
-  if (w_.in_callback()) w_.defer(start);
+  if (host_.in_callback()) host_.defer(start);
   else start();
   return MPI_SUCCESS;
 }
@@ -327,18 +301,14 @@ int UcxLink::pull(const Arrival &a, void *buf, int count, MPI_Datatype dtype, Pe
 void UcxLink::discard(const Arrival &a) {
   if (a.h.kind != kRendezvous || a.ticket == 0) return;
   void *desc = reinterpret_cast<void *>(static_cast<std::uintptr_t>(a.ticket));
-  Worker &w = w_;
+  Worker &w = host_;
   const auto release = [&w, desc] { ucp_am_data_release(w.handle(), desc); };
-  if (w_.in_callback()) w_.defer(release);
+  if (host_.in_callback()) host_.defer(release);
   else release();
 }
 
 void UcxLink::matched(const Arrival &a) {
-  w_.send_control(world_[static_cast<std::size_t>(a.source)], kSyncAck, 0, a.ticket);
-}
-
-void UcxLink::consumed(int source, std::size_t credit) {
-  if (credit > 0) w_.consumed(world_[static_cast<std::size_t>(source)], credit);
+  host_.send_control(world_of(a.source), kSyncAck, 0, a.ticket);
 }
 
 void UcxLink::hand_up(const Envelope &e, const void *data, std::size_t length, bool rndv) {
@@ -369,9 +339,8 @@ ucs_status_t UcxLink::receive(const Envelope &e, void *data, std::size_t length,
     }
     return keep;
   }
-  const auto src = static_cast<std::size_t>(e.source);
-  if (e.seq != seq_in_[src]) {
-    ++w_.stats.out_of_order;
+  if (!in_order_.is_next(e.source, e.seq)) {
+    ++host_.stats.out_of_order;
     Early early;
     early.e = e;
     early.rndv = rndv;
@@ -382,19 +351,13 @@ ucs_status_t UcxLink::receive(const Envelope &e, void *data, std::size_t length,
       if (length > 0) std::memcpy(early.data.get(), data, length);
       early.length = length;
     }
-    early_.emplace(std::make_pair(e.source, e.seq), std::move(early));
+    in_order_.hold(e.source, e.seq, std::move(early));
     return keep;
   }
   hand_up(e, data, length, rndv);
-  ++seq_in_[src];
-  while (!early_.empty()) {
-    auto it = early_.find(std::make_pair(e.source, seq_in_[src]));
-    if (it == early_.end()) break;
-    Early next = std::move(it->second);
-    early_.erase(it);
+  in_order_.advance(e.source, [this](Early &next) {
     hand_up(next.e, next.rndv ? next.desc : next.data.get(), next.length, next.rndv);
-    ++seq_in_[src];
-  }
+  });
   return keep;
 }
 
@@ -415,17 +378,10 @@ struct Card {
 }  // namespace
 
 int create_link(Worker &w, const LinkParams &params, std::unique_lock<std::mutex> &lock, std::unique_ptr<Link> *out) {
-  int size = 0, rank = 0;
-  PMPI_Comm_size(params.user, &size);
+  int rank = 0;
   PMPI_Comm_rank(params.user, &rank);
-  std::vector<int> ranks(static_cast<std::size_t>(size)), world(static_cast<std::size_t>(size));
-  for (int i = 0; i < size; ++i) ranks[static_cast<std::size_t>(i)] = i;
-  MPI_Group group = MPI_GROUP_NULL, world_group = MPI_GROUP_NULL;
-  PMPI_Comm_group(params.user, &group);
-  PMPI_Comm_group(MPI_COMM_WORLD, &world_group);
-  PMPI_Group_translate_ranks(group, size, ranks.data(), world_group, world.data());
-  PMPI_Group_free(&group);
-  PMPI_Group_free(&world_group);
+  const std::vector<int> world = world_ranks(params.user);
+  const int size = static_cast<int>(world.size());
 
   Card mine{};
   for (int r : world) {

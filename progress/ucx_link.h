@@ -12,17 +12,16 @@
 #ifndef MPIX_PROGRESS_UCX_LINK_H
 #define MPIX_PROGRESS_UCX_LINK_H
 
-#include <map>
-#include <mutex>
 #include <memory>
-#include <utility>
+#include <mutex>
 #include <vector>
 
+#include "link_core.h"
 #include "ucx_worker.h"
 
 namespace mpix::progress::ucx {
 
-class UcxLink final : public Link {
+class UcxLink final : public LinkCore<Worker> {
  public:
   // world: each member's rank in MPI_COMM_WORLD; rank: this process's.
   UcxLink(Worker &w, const LinkParams &params, std::vector<int> world, int rank);
@@ -30,22 +29,11 @@ class UcxLink final : public Link {
   UcxLink(const UcxLink &) = delete;
   UcxLink &operator=(const UcxLink &) = delete;
 
-  std::uint32_t id() const { return id_; }
-  // The peers' ids of this communicator (from the exchange).
-  void set_remote_ids(std::vector<std::uint32_t> ids) { remote_ = std::move(ids); }
-  int size() const { return static_cast<int>(world_.size()); }
-
   int send_eager(int dest, const WireHeader &h, const void *payload, std::size_t n, Pending *done,
                  bool *pending) override;
-  int send_rendezvous(int dest, const WireHeader &h, const void *buf, int count, MPI_Datatype dtype, SendMode mode,
-                      Pending *done, bool *pending) override;
   int pull(const Arrival &a, void *buf, int count, MPI_Datatype dtype, Pending *done) override;
   void discard(const Arrival &a) override;
   void matched(const Arrival &a) override;
-  void consumed(int source, std::size_t credit) override;
-  void want_more() override {}
-  bool eager_sync() const override { return true; }
-  int poll() override { return 0; }  // the worker's poll serves every link
 
   // From the worker's message handler: UCS_INPROGRESS keeps a rendezvous
   // descriptor (or UCX's copy of the data) for later.
@@ -53,19 +41,11 @@ class UcxLink final : public Link {
 
  private:
   Envelope envelope(int dest, const WireHeader &h);
-  // A rendezvous of n contiguous bytes at src (owned: a copy the op keeps).
   int rendezvous(int dest, const WireHeader &h, const void *src, std::size_t n, std::unique_ptr<char[]> owned,
-                 Pending *done, bool *pending);
+                 Pending *done, bool *pending) override;
   void hand_up(const Envelope &e, const void *data, std::size_t length, bool rndv);
 
-  Worker &w_;
-  LinkParams params_;
-  int rank_;
-  std::uint32_t id_ = 0;
-  std::vector<int> world_;            // comm rank -> MPI_COMM_WORLD rank
-  std::vector<std::uint32_t> remote_; // comm rank -> its id of this link
-  std::vector<std::uint32_t> seq_out_, seq_in_;
-  // Arrivals ahead of their predecessors, by (source, seq).
+  // Arrivals ahead of their predecessors.
   struct Early {
     Envelope e;
     std::unique_ptr<char[]> data;  // eager payload copy
@@ -73,7 +53,7 @@ class UcxLink final : public Link {
     void *desc = nullptr;          // rendezvous descriptor
     bool rndv = false;
   };
-  std::map<std::pair<int, std::uint32_t>, Early> early_;
+  InOrder<Early> in_order_;
 };
 
 // The link of a new communicator (collective over params.user; called

@@ -110,15 +110,6 @@ int mpi_error(ucs_status_t status, const char *what) {
   return MPI_ERR_OTHER;
 }
 
-MPI_Status make_status(int error, std::size_t bytes) {
-  MPI_Status st{};
-  st.MPI_SOURCE = MPI_ANY_SOURCE;
-  st.MPI_TAG = MPI_ANY_TAG;
-  st.MPI_ERROR = error;
-  PMPI_Status_set_elements_x(&st, MPI_BYTE, static_cast<MPI_Count>(bytes));
-  return st;
-}
-
 bool Worker::start(const TransportConfig &config, char *why, std::size_t why_len) {
   config_ = config;
   int size = 1;
@@ -226,14 +217,6 @@ ucp_ep_h Worker::endpoint(int world) {
   return p.ep;
 }
 
-std::uint32_t Worker::register_link(UcxLink *link) {
-  const std::uint32_t id = next_link_++;
-  links_.emplace(id, link);
-  return id;
-}
-
-void Worker::unregister_link(std::uint32_t id) { links_.erase(id); }
-
 void Worker::complete_later(Op *op, ucs_status_t status, std::size_t length) {
   completed_.push_back(Done{op, status, length});
   outstanding_.fetch_add(1, std::memory_order_relaxed);
@@ -261,24 +244,8 @@ ucs_status_t Worker::send_am(int world, unsigned id, const void *header, std::si
   return UCS_INPROGRESS;
 }
 
-std::uint64_t Worker::await_ack(Op *op) {
-  const std::uint64_t cookie = next_cookie_++;
-  acks_.emplace(cookie, op);
-  return cookie;
-}
-
-std::uint32_t Worker::take_owed(int world) {
-  Peer &p = peer(world);
-  const std::size_t give = std::min<std::size_t>(p.owed, UINT32_MAX);
-  p.owed -= give;
-  return static_cast<std::uint32_t>(give);
-}
-
 void Worker::consumed(int world, std::size_t credit) {
-  Peer &p = peer(world);
-  p.owed += credit;
-  // Half a window owed and no message going back to carry it: send it.
-  if (p.owed >= window_ / 2) send_control(world, kCredit, take_owed(world), 0);
+  if (owe(world, credit)) send_control(world, kCredit, take_owed(world), 0);
 }
 
 void Worker::send_control(int world, ControlKind kind, std::uint32_t credit, std::uint64_t cookie) {
@@ -357,16 +324,7 @@ ucs_status_t Worker::on_control(void *arg, const void *header, std::size_t heade
   return UCS_OK;
 }
 
-bool Worker::busy() {
-  if (outstanding_.load(std::memory_order_relaxed) > 0) return true;
-  const auto now = std::chrono::steady_clock::now();
-  const std::uint64_t activity = activity_.load(std::memory_order_relaxed);
-  if (activity != seen_activity_) {
-    seen_activity_ = activity;
-    activity_changed_ = now;
-  }
-  return now - activity_changed_ < kLinger;
-}
+bool Worker::busy() { return busy_within(kLinger); }
 
 int Worker::poll() {
   in_callback_ = true;
@@ -407,24 +365,11 @@ int Worker::poll() {
 }
 
 bool Worker::progress_until(const std::function<bool()> &done, double seconds) {
-  const auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
-  unsigned idle = 0;
-  while (!done()) {
-    if (poll() == 0 && ++idle % 64 == 0) sched_yield();
-    if (std::chrono::steady_clock::now() > end) return false;
-  }
-  return true;
+  return poll_until([this] { return poll(); }, done, seconds);
 }
 
 void Worker::fence() {
-  MPI_Request req = MPI_REQUEST_NULL;
-  if (PMPI_Ibarrier(MPI_COMM_WORLD, &req) != MPI_SUCCESS) return;
-  int flag = 0;
-  unsigned idle = 0;
-  while (!flag) {
-    if (poll() == 0 && ++idle % 64 == 0) sched_yield();
-    PMPI_Test(&req, &flag, MPI_STATUS_IGNORE);
-  }
+  polling_barrier([this] { return poll(); });
 }
 
 TransportCounts Worker::counts() const {

@@ -46,6 +46,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "link_core.h"
 #include "transport.h"
 #include "ucx_wire.h"
 
@@ -73,14 +74,12 @@ class Op {
   void *request = nullptr;  // UCX's handle while in flight
 };
 
-struct Peer {
-  std::string address;       // empty: not exchanged yet
+struct Peer : Credit {
+  std::string address;  // empty: not exchanged yet
   ucp_ep_h ep = nullptr;
-  std::int64_t credit = 0;   // eager bytes we may still send it
-  std::size_t owed = 0;      // eager bytes consumed here, not given back yet
 };
 
-class Worker {
+class Worker : public TransportCore<UcxLink, Op, Peer> {
  public:
   // Local bring-up; false with the reason in `why`.
   bool start(const TransportConfig &config, char *why, std::size_t why_len);
@@ -88,19 +87,12 @@ class Worker {
 
   ucp_worker_h handle() const { return worker_; }
   const TransportConfig &config() const { return config_; }
-  int world_rank() const { return world_rank_; }
-  std::size_t window() const { return window_; }
   const std::string &address() const { return address_; }
-  Peer &peer(int world) { return peers_[static_cast<std::size_t>(world)]; }
   bool knows(int world) const { return !peers_[static_cast<std::size_t>(world)].address.empty(); }
   // First contact: the peer's address and the window it grants.
   void learn(int world, std::string address, std::size_t window);
   // The endpoint to a peer, made on first use; nullptr if that failed.
   ucp_ep_h endpoint(int world);
-
-  // Link ids: process-local, never reused.
-  std::uint32_t register_link(UcxLink *link);
-  void unregister_link(std::uint32_t id);
 
   // UCX calls not allowed inside callbacks run later (in order).
   bool in_callback() const { return in_callback_; }
@@ -123,12 +115,8 @@ class Worker {
     if (live_.erase(op) != 0) outstanding_.fetch_sub(1, std::memory_order_relaxed);
   }
 
-  // Eager synchronous sends waiting for their match.
-  std::uint64_t await_ack(Op *op);
-  void forget_ack(std::uint64_t cookie) { acks_.erase(cookie); }
-
-  // Credit given back to `world` (piggy-backed or by control message).
-  std::uint32_t take_owed(int world);
+  // Credit given back to `world` (piggy-backed, see take_owed(), or by
+  // control message).
   void consumed(int world, std::size_t credit);
   void send_control(int world, ControlKind kind, std::uint32_t credit, std::uint64_t cookie);
 
@@ -146,9 +134,6 @@ class Worker {
   // After the links are gone: close endpoints (collective).
   void stop();
 
-  TransportStats stats;
-  std::uint64_t envelopes_sent = 0;  // every envelope given a sequence number
-
  private:
   static ucs_status_t on_message(void *arg, const void *header, std::size_t header_length, void *data,
                                  std::size_t length, const ucp_am_recv_param_t *param);
@@ -163,11 +148,6 @@ class Worker {
   ucp_context_h context_ = nullptr;
   ucp_worker_h worker_ = nullptr;
   std::string address_;
-  int world_rank_ = 0;
-  std::size_t window_ = 0;
-  std::vector<Peer> peers_;
-  std::unordered_map<std::uint32_t, UcxLink *> links_;
-  std::uint32_t next_link_ = 1;
   bool in_callback_ = false;
   std::vector<std::function<void()>> deferred_;
   // Arrivals of messages to ourselves, handed up by the next poll().
@@ -189,24 +169,13 @@ class Worker {
     std::size_t length;
   };
   std::vector<Done> completed_;
-  std::unordered_set<Op *> live_;
-  std::atomic<long> outstanding_{0};  // live_ + completed_
-  // Polls that did something (a count: the clock is slow to read on every
-  // poll); busy() notes when it last changed.
-  std::atomic<std::uint64_t> activity_{0};
-  std::uint64_t seen_activity_ = 0;
-  std::chrono::steady_clock::time_point activity_changed_{};
-  std::unordered_map<std::uint64_t, Op *> acks_;
-  std::uint64_t next_cookie_ = 1;
+  std::unordered_set<Op *> live_;  // outstanding_: live_ + completed_
 };
 
 // The process's worker (nullptr unless the UCX transport is in use).
 Worker *worker();
 // MPI error code for a UCX status (printing what failed).
 int mpi_error(ucs_status_t status, const char *what);
-// A status as progress::Pending expects it.
-MPI_Status make_status(int error, std::size_t bytes);
-
 }  // namespace mpix::progress::ucx
 
 #endif
