@@ -18,6 +18,7 @@
 
 #include "api_common.h"
 #include "comms.h"
+#include "progress/immortal.h"
 #include "src/errors.h"
 #include "src/runtime.h"
 
@@ -41,7 +42,12 @@ struct PendingDup {
 };
 
 std::mutex g_pending_mutex;
-std::list<std::unique_ptr<PendingDup>> g_pending;
+// Immortal: a worker may still wait in PMPI_Wait while a program exits
+// without MPI_Finalize (progress/immortal.h).
+std::list<std::unique_ptr<PendingDup>> &pending_dups() {
+  static Immortal<std::list<std::unique_ptr<PendingDup>>> list;
+  return list.get();
+}
 
 void complete(PendingDup &p) {
   const InternalThread internal;  // errors come back through the request
@@ -56,10 +62,10 @@ void complete(PendingDup &p) {
 // Joins the workers that are done (all of them: waits for the rest).
 void reap(bool all) {
   std::lock_guard<std::mutex> guard(g_pending_mutex);
-  for (auto it = g_pending.begin(); it != g_pending.end();) {
+  for (auto it = pending_dups().begin(); it != pending_dups().end();) {
     if (all || (*it)->finished) {
       (*it)->worker.join();
-      it = g_pending.erase(it);
+      it = pending_dups().erase(it);
     } else {
       ++it;
     }
@@ -110,7 +116,7 @@ int idup_handled(MPI_Comm comm, MPI_Info info, const Hints &h, MPI_Comm *newcomm
   }
   PendingDup &pending = *p;
   std::lock_guard<std::mutex> guard(g_pending_mutex);
-  g_pending.push_back(std::move(p));
+  pending_dups().push_back(std::move(p));
   pending.worker = std::thread([&pending] { complete(pending); });
   return MPI_SUCCESS;
 }

@@ -113,3 +113,15 @@ test_unit_test_ofi_provider_SOURCES = test/unit/test_ofi_provider.cc progress/of
 test_unit_test_ofi_provider_CPPFLAGS = $(GTEST_CPPFLAGS) -I$(top_srcdir)
 test_unit_test_ofi_provider_CXXFLAGS = $(MPIX_CXXFLAGS)
 test_unit_test_ofi_provider_LDADD = $(GTEST_LIBS)
+
+# The UCX and libfabric links' arrival ordering (progress/link_core.h):
+# randomized reordering against each sender's sending order.
+if HAVE_GTEST
+check_PROGRAMS += test/unit/test_in_order
+MPIX_UNIT_TESTS += test/unit/test_in_order
+endif
+test_unit_test_in_order_SOURCES = test/unit/test_in_order.cc
+test_unit_test_in_order_CPPFLAGS = $(GTEST_CPPFLAGS) $(MPI_CPPFLAGS) -I$(top_srcdir)
+test_unit_test_in_order_CXXFLAGS = $(MPIX_CXXFLAGS) $(MPIX_MATCH_SANITIZE)
+test_unit_test_in_order_LDFLAGS = $(MPIX_MATCH_SANITIZE)
+test_unit_test_in_order_LDADD = $(GTEST_LIBS)
