@@ -10,13 +10,13 @@ bench_bench_match_LDADD = src/match/libmpixmatch.la
 # under LD_PRELOAD=libmpix.so by bench/run_p2p_benchmarks.sh.
 noinst_PROGRAMS += bench/bench_matching_rate bench/bench_pingpong bench/bench_unordered_region
 MPIX_BENCH_MPI_LIBS = $(MPI_LIBS) -ldl
-bench_bench_matching_rate_SOURCES = bench/bench_matching_rate.c
+bench_bench_matching_rate_SOURCES = bench/bench_matching_rate.c bench/bench_common.h
 bench_bench_matching_rate_CFLAGS = $(MPIX_CFLAGS)
 bench_bench_matching_rate_LDADD = $(MPIX_BENCH_MPI_LIBS) -lm
-bench_bench_pingpong_SOURCES = bench/bench_pingpong.c
+bench_bench_pingpong_SOURCES = bench/bench_pingpong.c bench/bench_common.h
 bench_bench_pingpong_CFLAGS = $(MPIX_CFLAGS)
 bench_bench_pingpong_LDADD = $(MPIX_BENCH_MPI_LIBS) -lm
-bench_bench_unordered_region_SOURCES = bench/bench_unordered_region.c
+bench_bench_unordered_region_SOURCES = bench/bench_unordered_region.c bench/bench_common.h
 bench_bench_unordered_region_CFLAGS = $(MPIX_CFLAGS)
 bench_bench_unordered_region_LDADD = $(MPIX_BENCH_MPI_LIBS) -lm
 EXTRA_DIST += bench/README.md bench/run_p2p_benchmarks.sh bench/run_scaling.sh bench/bench_nvshmem.cu
@@ -90,7 +90,7 @@ endif
 # against the number of operations in flight, host threads playing the GPU
 # threads (MPIX_DEVICE_PROXY_HOSTMEM=1); no GPU needed.
 noinst_PROGRAMS += bench/bench_proxy_host
-bench_bench_proxy_host_SOURCES = bench/bench_proxy_host.c
+bench_bench_proxy_host_SOURCES = bench/bench_proxy_host.c bench/bench_common.h
 bench_bench_proxy_host_CFLAGS = $(MPIX_CFLAGS)
 bench_bench_proxy_host_LDADD = src/libmpix.la $(MPI_LIBS) -lpthread
 bench_bench_proxy_host_LDFLAGS = -no-install

@@ -41,59 +41,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#if defined(__GNUC__) && !defined(__clang__) && __GNUC__ >= 11
-#pragma GCC diagnostic ignored "-Wstringop-overflow" /* MPI_STATUSES_IGNORE */
-#endif
-
-#define CHECK(call)                                                          \
-    do {                                                                     \
-        int rc_ = (call);                                                    \
-        if (rc_ != MPI_SUCCESS) {                                            \
-            char s_[MPI_MAX_ERROR_STRING];                                   \
-            int l_ = 0;                                                      \
-            MPI_Error_string(rc_, s_, &l_);                                  \
-            fprintf(stderr, "%s:%d: %s failed: %s\n", __FILE__, __LINE__,    \
-                    #call, s_);                                              \
-            MPI_Abort(MPI_COMM_WORLD, 1);                                    \
-        }                                                                    \
-    } while (0)
-
-typedef int (*comm_flag_fn)(MPI_Comm, int *);
-typedef int (*comm_dup_fn)(MPI_Comm, MPI_Comm *);
-typedef int (*version_fn)(char *, int *);
-
-static void mpix_describe(MPI_Comm comm, char *out, size_t len)
-{
-    version_fn ver = (version_fn)dlsym(RTLD_DEFAULT, "MPIX_Get_library_version");
-    comm_flag_fn handled = (comm_flag_fn)dlsym(RTLD_DEFAULT, "MPIX_Comm_is_handled");
-    if (!ver) {
-        snprintf(out, len, "mpix: not loaded (native MPI)");
-        return;
-    }
-    char v[1024] = "";
-    int vl = 0;
-    ver(v, &vl);
-    char *nl = strchr(v, '\n');
-    if (nl)
-        *nl = '\0';
-    const char *h = "unknown";
-    int flag = 0;
-    if (handled && handled(comm, &flag) == MPI_SUCCESS)
-        h = flag ? "yes" : "no (passes through)";
-    snprintf(out, len, "mpix: %.200s; benchmark communicator handled by mpix: %s", v, h);
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
-static double median(double *v, int n)
-{
-    qsort(v, n, sizeof *v, cmp_double);
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
+#include "bench_common.h"
 
 static void *xalloc(size_t n)
 {

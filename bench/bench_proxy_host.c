@@ -63,16 +63,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench_common.h"
 #include "mpix_device.h"
-
-#define CHECK(call)                                                                    \
-  do {                                                                                 \
-    int rc_ = (call);                                                                  \
-    if (rc_ != MPI_SUCCESS) {                                                          \
-      fprintf(stderr, "%s:%d: %s failed: %d\n", __FILE__, __LINE__, #call, rc_);       \
-      MPI_Abort(MPI_COMM_WORLD, 1);                                                    \
-    }                                                                                  \
-  } while (0)
 
 enum { MAX_THREADS = 256, MAX_POINTS = 32 };
 
@@ -313,11 +305,6 @@ static double sample(const MPIX_Device_comm *h, MPI_Comm comm, int rank, int thr
   if (nparked > 0) unpark(parked, 1 - rank, nparked, errors);
   pthread_barrier_destroy(&start);
   return t1 - t0;
-}
-
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return x < y ? -1 : x > y;
 }
 
 int main(int argc, char **argv) {
