@@ -71,6 +71,31 @@ static inline uint64_t splitmix64(uint64_t *s)
     return z ^ (z >> 31);
 }
 
+/* The benchmark communicator: plain MPI_Comm_dup (the control), or a
+ * duplicate without wildcards, by MPIX_Comm_dup_nowildcard when asked and
+ * present, else by MPI-4's info assertions. *how says which. */
+static inline MPI_Comm bench_comm(int plain, int use_mpix_dup, const char **how)
+{
+    MPI_Comm comm;
+    comm_dup_fn mpix_dup = (comm_dup_fn)dlsym(RTLD_DEFAULT, "MPIX_Comm_dup_nowildcard");
+    if (plain) {
+        CHECK(MPI_Comm_dup(MPI_COMM_WORLD, &comm));
+        *how = "MPI_Comm_dup (no assertions: control)";
+    } else if (use_mpix_dup && mpix_dup) {
+        CHECK(mpix_dup(MPI_COMM_WORLD, &comm));
+        *how = "MPIX_Comm_dup_nowildcard";
+    } else {
+        MPI_Info info;
+        MPI_Info_create(&info);
+        MPI_Info_set(info, "mpi_assert_no_any_source", "true");
+        MPI_Info_set(info, "mpi_assert_no_any_tag", "true");
+        CHECK(MPI_Comm_dup_with_info(MPI_COMM_WORLD, info, &comm));
+        MPI_Info_free(&info);
+        *how = "MPI_Comm_dup_with_info(mpi_assert_no_any_source, mpi_assert_no_any_tag)";
+    }
+    return comm;
+}
+
 static inline int cmp_double(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;

@@ -157,26 +157,10 @@ int main(int argc, char **argv)
         return 1;
     }
     if (!label)
-        label = dlsym(RTLD_DEFAULT, "MPIX_Get_library_version") ? "mpix" : "native";
+        label = default_label();
 
-    MPI_Comm comm;
     const char *how;
-    comm_dup_fn mpix_dup = (comm_dup_fn)dlsym(RTLD_DEFAULT, "MPIX_Comm_dup_nowildcard");
-    if (plain) {
-        CHECK(MPI_Comm_dup(MPI_COMM_WORLD, &comm));
-        how = "MPI_Comm_dup (no assertions: control)";
-    } else if (use_mpix_dup && mpix_dup) {
-        CHECK(mpix_dup(MPI_COMM_WORLD, &comm));
-        how = "MPIX_Comm_dup_nowildcard";
-    } else {
-        MPI_Info info;
-        MPI_Info_create(&info);
-        MPI_Info_set(info, "mpi_assert_no_any_source", "true");
-        MPI_Info_set(info, "mpi_assert_no_any_tag", "true");
-        CHECK(MPI_Comm_dup_with_info(MPI_COMM_WORLD, info, &comm));
-        MPI_Info_free(&info);
-        how = "MPI_Comm_dup_with_info(mpi_assert_no_any_source, mpi_assert_no_any_tag)";
-    }
+    MPI_Comm comm = bench_comm(plain, use_mpix_dup, &how);
     char desc[512];
     mpix_describe(comm, desc, sizeof desc);
 
