@@ -76,6 +76,7 @@ inline Layout layout_of(MPI_Datatype type, MPI_Count count) {
 // Predefined types need no reference; derived ones may be freed by the
 // application while an operation on them is pending (MPI allows it).
 inline bool is_derived(MPI_Datatype type) {
+  if (common_type_size(type) > 0) return false;  // no MPI call on the latency path
   int ni = 0, na = 0, nd = 0, combiner = MPI_COMBINER_NAMED;
   PMPI_Type_get_envelope(type, &ni, &na, &nd, &combiner);
   return combiner != MPI_COMBINER_NAMED;

@@ -1,6 +1,8 @@
 #include "request.h"
 
 #include <cstring>
+#include <memory>
+#include <new>
 #include <unordered_map>
 #include <vector>
 
@@ -26,8 +28,15 @@ std::uintptr_t handle_key(Handle h) {
   return k;
 }
 
+// Released requests kept for reuse (map node and Request together), so a
+// nonblocking operation allocates nothing once the pool is warm; bounded so
+// that a burst of requests does not pin its memory.
+constexpr std::size_t kSpareRequests = 1024;
+
 struct Table {
-  std::unordered_map<std::uintptr_t, std::unique_ptr<Request>> live;
+  using Live = std::unordered_map<std::uintptr_t, std::unique_ptr<Request>>;
+  Live live;
+  std::vector<Live::node_type> spare;
   std::vector<MPI_Request> free_handles;
   std::vector<MPI_Request> all_handles;
 };
@@ -98,11 +107,22 @@ void Request::write_status(MPI_Status *status, bool with_error) const {
 }
 
 Request *request_create(ReqKind kind) {
-  auto r = std::make_unique<Request>();
-  r->kind = kind;
-  r->handle = new_handle();
-  Request *raw = r.get();
-  table().live.emplace(handle_key(raw->handle), std::move(r));
+  Table &t = table();
+  const MPI_Request handle = new_handle();
+  Request *raw = nullptr;
+  if (!t.spare.empty()) {
+    Table::Live::node_type node = std::move(t.spare.back());
+    t.spare.pop_back();
+    node.key() = handle_key(handle);
+    raw = node.mapped().get();
+    t.live.insert(std::move(node));
+  } else {
+    auto r = std::make_unique<Request>();
+    raw = r.get();
+    t.live.emplace(handle_key(handle), std::move(r));
+  }
+  raw->kind = kind;
+  raw->handle = handle;
   g_live.fetch_add(1, std::memory_order_relaxed);
   return raw;
 }
@@ -122,13 +142,16 @@ void request_release(Request *r) {
   }
   auto it = t.live.find(handle_key(r->handle));
   if (it == t.live.end()) return;
-  std::unique_ptr<Request> owned = std::move(it->second);
-  t.live.erase(it);
+  Table::Live::node_type node = t.live.extract(it);
   g_live.fetch_sub(1, std::memory_order_relaxed);
   // Callers release only requests with no transfer in flight: an underlying
-  // completion would otherwise call into freed memory.
+  // completion would otherwise call into a request made anew.
   t.free_handles.push_back(r->handle);
-  r->handle = MPI_REQUEST_NULL;
+  if (t.spare.size() >= kSpareRequests) return;  // node and request freed here
+  // As destroyed and made fresh (its references dropped now), in place.
+  std::destroy_at(r);
+  ::new (static_cast<void *>(r)) Request();
+  t.spare.push_back(std::move(node));
 }
 
 int request_live() { return g_live.load(std::memory_order_relaxed); }
