@@ -362,17 +362,10 @@ ssize_t Fabric::inject(int world, const void *head, std::size_t head_bytes, cons
   return fi_inject(ep_.get(), scratch_.data(), head_bytes + n, peer(world).addr);
 }
 
-int Fabric::send(int world, const iovec *iov, void **desc, std::size_t count, Op *op, Context *ctx) {
-  ctx->op = op;
-  const fi_addr_t to = peer(world).addr;
-  fid_ep *ep = ep_.get();
-  std::array<iovec, 2> v{};
-  std::array<void *, 2> d{};
-  std::copy(iov, iov + count, v.begin());
-  std::copy(desc, desc + count, d.begin());
-  const auto attempt = [this, ep, v, d, count, to, op, ctx]() -> ssize_t {
-    std::array<void *, 2> descs = d;  // fi_sendv's argument is not const
-    const ssize_t r = fi_sendv(ep, v.data(), descs.data(), count, to, &ctx->fi);
+template <class Call>
+int Fabric::post(Call call, Op *op, const char *what) {
+  const auto attempt = [this, call, op]() -> ssize_t {
+    const ssize_t r = call();
     if (r == 0) {
       ++op->inflight;
       outstanding_.fetch_add(1, std::memory_order_relaxed);
@@ -382,7 +375,7 @@ int Fabric::send(int world, const iovec *iov, void **desc, std::size_t count, Op
   if (queued_.empty()) {
     const ssize_t r = attempt();
     if (r == 0) return MPI_SUCCESS;
-    if (r != -FI_EAGAIN) return mpi_error(static_cast<int>(r), "fi_sendv");
+    if (r != -FI_EAGAIN) return mpi_error(static_cast<int>(r), what);
   }
   queue([this, attempt, op] {
     const ssize_t r = attempt();
@@ -393,31 +386,30 @@ int Fabric::send(int world, const iovec *iov, void **desc, std::size_t count, Op
   return MPI_SUCCESS;
 }
 
+int Fabric::send(int world, const iovec *iov, void **desc, std::size_t count, Op *op, Context *ctx) {
+  ctx->op = op;
+  const fi_addr_t to = peer(world).addr;
+  fid_ep *ep = ep_.get();
+  std::array<iovec, 2> v{};
+  std::array<void *, 2> d{};
+  std::copy(iov, iov + count, v.begin());
+  std::copy(desc, desc + count, d.begin());
+  return post(
+      [ep, v, d, count, to, ctx]() -> ssize_t {
+        std::array<void *, 2> descs = d;  // fi_sendv's argument is not const
+        return fi_sendv(ep, v.data(), descs.data(), count, to, &ctx->fi);
+      },
+      op, "fi_sendv");
+}
+
 int Fabric::read(int world, void *local, std::size_t n, void *desc, std::uint64_t addr, std::uint64_t key, Op *op,
                  Context *ctx) {
   ctx->op = op;
   const fi_addr_t from = peer(world).addr;
   fid_ep *ep = ep_.get();
-  const auto attempt = [this, ep, local, n, desc, from, addr, key, op, ctx]() -> ssize_t {
-    const ssize_t r = fi_read(ep, local, n, desc, from, addr, key, &ctx->fi);
-    if (r == 0) {
-      ++op->inflight;
-      outstanding_.fetch_add(1, std::memory_order_relaxed);
-    }
-    return r;
-  };
-  if (queued_.empty()) {
-    const ssize_t r = attempt();
-    if (r == 0) return MPI_SUCCESS;
-    if (r != -FI_EAGAIN) return mpi_error(static_cast<int>(r), "fi_read");
-  }
-  queue([this, attempt, op] {
-    const ssize_t r = attempt();
-    if (r == -FI_EAGAIN) return false;
-    if (r != 0) complete_later(op, static_cast<int>(-r), 0);
-    return true;
-  });
-  return MPI_SUCCESS;
+  return post([ep, local, n, desc, from, addr, key, ctx]() -> ssize_t {
+    return fi_read(ep, local, n, desc, from, addr, key, &ctx->fi);
+  }, op, "fi_read");
 }
 
 void Fabric::queue(std::function<bool()> retry) {

@@ -204,6 +204,10 @@ class Fabric : public TransportCore<OfiLink, Op, Peer> {
   // Sends refused for lack of room, in order: each returns false while
   // the provider still refuses it.
   void queue(std::function<bool()> retry);
+  // One libfabric operation for op (call: the fi_* call, -FI_EAGAIN when
+  // refused), now or queued behind refused ones. MPI error code.
+  template <class Call>
+  int post(Call call, Op *op, const char *what);
   int retry_queued();
   bool progress_until(const std::function<bool()> &done, double seconds);
   void fence();
