@@ -143,10 +143,4 @@ void thread_stop() {
   s.running = false;
 }
 
-bool thread_running() {
-  State &s = state();
-  std::lock_guard<std::mutex> g(s.mutex);
-  return s.running;
-}
-
 }  // namespace mpix::progress

@@ -29,7 +29,6 @@ void thread_detach(Poller *p);
 void thread_wake();
 // Joins the thread (MPI_Finalize); pollers stay registered but unpolled.
 void thread_stop();
-bool thread_running();
 
 }  // namespace mpix::progress
 
