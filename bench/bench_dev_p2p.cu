@@ -121,15 +121,16 @@ __global__ void op_costs(unsigned *w, int iters, unsigned long long *ns) {
 }
 
 // Per-call costs: batches of k sends to this rank's own ring (k <= slots,
-// so none waits for room), then k receives of them (all arrived).
-__global__ void call_costs(MPIX_Device_comm c, int k, int batches, unsigned long long *send_ns,
+// and at most MPIXD_LANE on a lane tag, so none waits for room), then k
+// receives of them (all arrived).
+__global__ void call_costs(MPIX_Device_comm c, int tag, int k, int batches, unsigned long long *send_ns,
                            unsigned long long *recv_ns) {
   unsigned long long v = 0, ts = 0, tr = 0;
   for (int b = 0; b < batches; ++b) {
     const unsigned long long t0 = now_ns();
-    for (int i = 0; i < k; ++i) MPIX_Send(&v, 8, c.rank, 3, c);
+    for (int i = 0; i < k; ++i) MPIX_Send(&v, 8, c.rank, tag, c);
     const unsigned long long t1 = now_ns();
-    for (int i = 0; i < k; ++i) MPIX_Recv(&v, 8, c.rank, 3, c, nullptr);
+    for (int i = 0; i < k; ++i) MPIX_Recv(&v, 8, c.rank, tag, c, nullptr);
     ts += t1 - t0;
     tr += now_ns() - t1;
   }
@@ -389,13 +390,18 @@ int main(int argc, char **argv) {
 
   // ---- per-call costs ----
   if (g_rank == 0 && want("call")) {
-    const int k = hs.slots < 16 ? int(hs.slots) : 16, batches = 200;
-    t.reset();
-    call_costs<<<1, 1>>>(hs, k, batches, t.d, t.d + 1);
-    CHECK_CUDA(cudaDeviceSynchronize());
-    const auto v = t.get();
-    row("call/send", "self", 8, v[0] / 1e3 / (double(k) * batches), "us");
-    row("call/recv", "self", 8, v[1] / 1e3 / (double(k) * batches), "us");
+    // A tag in the table and, where there are lanes, one in a lane.
+    for (const int tag : {int(hs.lane_tags) + 5000, 3}) {
+      const bool lane = unsigned(tag) < hs.lane_tags;
+      if (tag == 3 && !lane) break;
+      const int k = lane ? int(MPIXD_LANE) : hs.slots < 16 ? int(hs.slots) : 16, batches = 200;
+      t.reset();
+      call_costs<<<1, 1>>>(hs, tag, k, batches, t.d, t.d + 1);
+      CHECK_CUDA(cudaDeviceSynchronize());
+      const auto v = t.get();
+      row("call/send", lane ? "lane" : "table", 8, v[0] / 1e3 / (double(k) * batches), "us");
+      row("call/recv", lane ? "lane" : "table", 8, v[1] / 1e3 / (double(k) * batches), "us");
+    }
   }
 
   // ---- latency ----

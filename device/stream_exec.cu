@@ -83,7 +83,7 @@ __device__ int block_test(const MPIX_Device_comm *h, MPIX_Device_request *r) {
         }
         if (posted && !(r->flags & MPIXD_R_POSTED)) {
           uint32_t slot;
-          posted = mpixd_claim_way(h, r->peer, r->tag, r->seq, &slot);
+          posted = mpixd_claim_slot(h, r->peer, r->tag, r->seq, &slot);
           if (posted) {
             char *base = h->bases[r->peer];
             if (r->nslots == 0) mpixd_post_small(h, r->peer, base, slot, r->tag, r->seq, (uint32_t)r->bytes, r->buf);
@@ -232,7 +232,7 @@ __global__ void __launch_bounds__(1024) send_wide_kernel(const MPIX_Device_comm 
       w->ticket = mpixd_fetch_add(&mpixd_schan_of(hp, hp->local, peer, w->chan)->tail, w->nslots);
       uint32_t slot;
       unsigned ns = MPIXD_BACKOFF_MIN_NS;
-      while (!mpixd_claim_way(hp, peer, tag, seq, &slot)) mpixd_backoff(&ns, MPIXD_BACKOFF_IPC_NS);
+      while (!mpixd_claim_slot(hp, peer, tag, seq, &slot)) mpixd_backoff(&ns, MPIXD_BACKOFF_IPC_NS);
       mpixd_post_entry(hp, peer, hp->bases[peer], slot, tag, seq, (uint32_t)bytes, w->chan, w->ticket, w->nslots, buf);
     }
     note_failure(failure, w->rc, op);
@@ -270,10 +270,10 @@ __global__ void __launch_bounds__(1024) recv_wide_kernel(const MPIX_Device_comm 
     w->nslots = 0;
     w->msg_bytes = 0;
     if (w->rc == MPIX_DEVICE_SUCCESS) {
-      uint64_t key = 0;
-      const int32_t slot = mpixd_wait_numbered(hp, peer, tag, seq, &key);
+      uint64_t key = 0, payload = 0;
+      const int32_t slot = mpixd_wait_numbered(hp, peer, tag, seq, &key, &payload);
       mpixd_recv_start(&r, buf, bytes, peer, tag, seq);
-      mpixd_recv_take(hp, &r, slot, key, hp->bases[peer]);
+      mpixd_recv_take(hp, &r, slot, key, payload, hp->bases[peer]);
       if (r.state == MPIXD_RECV_BOUND) {
         w->chan = r.chan;
         w->ticket = r.ticket;
@@ -329,7 +329,7 @@ __global__ void send_small_kernel(const MPIX_Device_comm h, const void *buf, std
   uint32_t slot = 0;
   if (rc == MPIX_DEVICE_SUCCESS) {
     unsigned ns = MPIXD_BACKOFF_MIN_NS;
-    while (!mpixd_claim_way(hp, peer, tag, seq, &slot)) mpixd_backoff(&ns, MPIXD_BACKOFF_IPC_NS);
+    while (!mpixd_claim_slot(hp, peer, tag, seq, &slot)) mpixd_backoff(&ns, MPIXD_BACKOFF_IPC_NS);
   }
   wait_previous();
   if (rc == MPIX_DEVICE_SUCCESS) mpixd_post_small(hp, peer, hp->bases[peer], slot, tag, seq, (uint32_t)bytes, buf);
@@ -345,14 +345,14 @@ __global__ void recv_small_kernel(const MPIX_Device_comm h, void *buf, std::size
   MPIX_Device_request r;
   int rc = mpixd_check(hp, buf, bytes, peer, tag, &r);
   int32_t slot = -1;
-  uint64_t key = 0;
-  if (rc == MPIX_DEVICE_SUCCESS) slot = mpixd_wait_numbered(hp, peer, tag, seq, &key);
+  uint64_t key = 0, payload = 0;
+  if (rc == MPIX_DEVICE_SUCCESS) slot = mpixd_wait_numbered(hp, peer, tag, seq, &key, &payload);
   wait_previous();
   std::size_t got = 0;
   uint32_t taken = 0xffffffffu;
   if (rc == MPIX_DEVICE_SUCCESS) {
     mpixd_recv_start(&r, buf, bytes, peer, tag, seq);
-    mpixd_recv_take_ex(hp, &r, slot, key, hp->bases[peer], &taken);
+    mpixd_recv_take_ex(hp, &r, slot, key, payload, hp->bases[peer], &taken);
     got = r.msg_bytes;
     // A message above a table entry (a truncated receive) still has its
     // chunks to drain, as the block receive would.

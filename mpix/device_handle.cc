@@ -51,7 +51,7 @@ Layout layout_from_config() {
   const Config &cfg = runtime().config;
   return Layout{static_cast<unsigned>(cfg.device_channels), static_cast<unsigned>(cfg.device_ring),
                 static_cast<unsigned>(cfg.device_slot_bytes), static_cast<unsigned>(cfg.device_table),
-                static_cast<unsigned>(cfg.device_keys)};
+                static_cast<unsigned>(cfg.device_keys), static_cast<unsigned>(cfg.device_lane_tags)};
 }
 
 Err create(MPI_Comm comm, bool ipc_only, const Layout &layout, std::unique_ptr<DeviceHandle> *out) {
@@ -60,13 +60,14 @@ Err create(MPI_Comm comm, bool ipc_only, const Layout &layout, std::unique_ptr<D
   PMPI_Comm_size(comm, &h.size);
   // Agreed on: the layouts must be identical.
   const Config &cfg = runtime().config;
-  unsigned sizes[5] = {layout.channels, layout.ring, layout.slot_bytes, layout.table, layout.keys};
-  PMPI_Allreduce(MPI_IN_PLACE, sizes, 5, MPI_UNSIGNED, MPI_MAX, comm);
+  unsigned sizes[6] = {layout.channels, layout.ring, layout.slot_bytes, layout.table, layout.keys, layout.lane_tags};
+  PMPI_Allreduce(MPI_IN_PLACE, sizes, 6, MPI_UNSIGNED, MPI_MAX, comm);
   h.channels = sizes[0];
   h.slots = sizes[1];
   h.slot_bytes = sizes[2];
   h.buckets = sizes[3];
   h.keys = sizes[4];
+  h.lane_tags = sizes[5];
   int *tag_ub = nullptr;
   int has_ub = 0;
   PMPI_Comm_get_attr(MPI_COMM_WORLD, MPI_TAG_UB, &tag_ub, &has_ub);

@@ -65,6 +65,13 @@ std::unique_ptr<KernelComm> KernelComm::create(MPI_Comm comm, Stream *s) {
   layout.ring = std::max(16u, wide);
   layout.channels = std::max(1u, 128u / layout.ring);
   layout.slot_bytes = 256 * 1024;
+  // No lanes: a stream runs its operations in order, so a ninth send of a
+  // key queued before the receive that frees its lane cell would stop the
+  // stream for good (sends to self before their receives, as
+  // test/gpu/stream_enqueue does with distinct tags); the table holds
+  // thousands. Stream operations are numbered on the host and need no
+  // numbering atomic anyway.
+  layout.lane_tags = 0;
   const Err e = devhandle::create(comm, /*ipc_only=*/true, layout, &k->dev_);
   if (e != Err::kCount || !k->dev_) {
     if (verbose() && e != Err::kCount) std::fprintf(stderr, "[mpix] stream communicator: %s; host-driven path\n", error_text(e));

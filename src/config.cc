@@ -108,6 +108,11 @@ const ConfigVar kVars[] = {
      "device send/recv: distinct (peer, tag) pairs with tags from 4096 on that a device handle can number on "
      "each side (smaller tags have counters of their own); beyond them calls return MPIX_DEVICE_ERR_KEYS",
      [](const Config &c) { return num(c.device_keys); }},
+    {"MPIX_DEVICE_LANE_TAGS", "64",
+     "device send/recv: tags below this have lanes: 8 messages of each (peer, tag) in flight, each in a cell of "
+     "its own, which costs a send one atomic instead of two (lower latency); larger tags use the table "
+     "(thousands in flight); 0: no lanes. Stream communicators have none",
+     [](const Config &c) { return num(c.device_lane_tags); }},
     {"MPIX_DEVICE_CHANNELS", "32",
      "device send/recv: payload rings per source (a tag's messages above 32 bytes use ring hash(tag))",
      [](const Config &c) { return num(c.device_channels); }},
@@ -222,6 +227,8 @@ void read_device(Config &c, Reader &r) {
          [&](const char *v) { return parse_word(v, {"auto", "proxy"}, {false, true}, &c.device_proxy); });
   r.read("MPIX_DEVICE_TABLE", "1 .. 2^22", [&](const char *v) { return parse_pow2(v, 1, 1L << 22, &c.device_table); });
   r.read("MPIX_DEVICE_KEYS", "1 .. 2^26", [&](const char *v) { return parse_pow2(v, 1, 1L << 26, &c.device_keys); });
+  r.read("MPIX_DEVICE_LANE_TAGS", "0 .. 65536",
+         [&](const char *v) { return parse_int(v, 0, 1L << 16, &c.device_lane_tags); });
   r.read("MPIX_DEVICE_CHANNELS", "1 .. 1024",
          [&](const char *v) { return parse_pow2(v, 1, 1024, &c.device_channels); });
   r.read("MPIX_DEVICE_RING", "1 .. 65536", [&](const char *v) { return parse_pow2(v, 1, 1L << 16, &c.device_ring); });

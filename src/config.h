@@ -35,6 +35,7 @@ struct Config {
   bool device_proxy;          // MPIX_DEVICE_PATH
   long device_table;          // MPIX_DEVICE_TABLE
   long device_keys;           // MPIX_DEVICE_KEYS
+  long device_lane_tags;      // MPIX_DEVICE_LANE_TAGS (any count)
   long device_channels;       // MPIX_DEVICE_CHANNELS
   long device_ring;           // MPIX_DEVICE_RING
   long device_slot_bytes;     // MPIX_DEVICE_SLOT_BYTES

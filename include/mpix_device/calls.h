@@ -30,7 +30,7 @@ MPIXD_HD int mpixd_send_progress(const MPIX_Device_comm *h, MPIX_Device_request 
   }
   if (!(r->flags & MPIXD_R_POSTED)) {
     uint32_t slot;
-    if (!mpixd_claim_way(h, r->peer, r->tag, r->seq, &slot)) return MPIX_DEVICE_PENDING;
+    if (!mpixd_claim_slot(h, r->peer, r->tag, r->seq, &slot)) return MPIX_DEVICE_PENDING;
     char *base = h->bases[r->peer];
     if (r->nslots == 0) mpixd_post_small(h, r->peer, base, slot, r->tag, r->seq, (uint32_t)r->bytes, r->buf);
     else
@@ -132,13 +132,18 @@ MPIXD_HD void mpixd_free_deferred(const MPIX_Device_comm *h, int peer, uint32_t 
   mpixd_free_way(h, peer, h->bases[peer], deferred & ~MPIXD_DEFER_TINY, (deferred & MPIXD_DEFER_TINY) != 0);
 }
 
-/* Takes the message a waiting receive found at way `slot` of its source's
- * table, whose key was `key` (a tiny or inline one completes the receive, a
- * staged one binds it to its chunks) and frees the way, or, with `defer`,
- * leaves that to mpixd_free_deferred(*defer). */
+/* Takes the message a waiting receive found at `slot` (a table way or a
+ * lane cell) of its source's messages, whose key was `key` and, in a lane
+ * cell, whose payload word was `payload` (mpixd_find_slot): a tiny or
+ * inline one completes the receive, a staged one binds it to its chunks.
+ * Then frees the way (with `defer`: leaves that to
+ * mpixd_free_deferred(*defer)) or opens the lane cell for its next message
+ * (at once: a store, nothing to keep off the path). */
 MPIXD_HD void mpixd_recv_take_ex(const MPIX_Device_comm *h, MPIX_Device_request *r, int32_t slot, uint64_t key,
-                                 char *src_base, uint32_t *defer) {
-  uint64_t *cell = mpixd_mkeys(h, h->local, r->peer) + 2 * (uint64_t)slot;
+                                 uint64_t payload, char *src_base, uint32_t *defer) {
+  const uint32_t s = (uint32_t)slot;
+  const bool lane = (s & MPIXD_SLOT_LANE) != 0;
+  uint64_t *cell = mpixd_cell(h, h->local, r->peer, s);
   const bool near = mpixd_near(h, r->peer);
   /* The way is freed before the payload is stored into the user's buffer:
    * freeing it is a release, which waits for this thread's earlier stores,
@@ -146,12 +151,20 @@ MPIXD_HD void mpixd_recv_take_ex(const MPIX_Device_comm *h, MPIX_Device_request 
    * registers by then). */
   if ((key & MPIXD_KEY_SIZE) != MPIXD_KEY_ENTRY) {
     mpixd_w16 w[2];
-    uint64_t taken = 0;
-    w[0].a = mpixd_cell_take(cell, near, &taken);
     w[0].b = w[1].a = w[1].b = 0;
     r->msg_bytes = key & MPIXD_KEY_SIZE;
-    if (defer) *defer = (uint32_t)slot | MPIXD_DEFER_TINY;
-    else mpixd_free_tiny_way(h, r->peer, src_base, (uint32_t)slot, taken ^ key);
+    if (lane) {
+      /* Read with its key in one access; the cell stays as it is (its
+       * next key is this one plus MPIXD_LANE, never taken for it). */
+      w[0].a = payload;
+      const uint64_t dep = mpixd_opaque64(key) ^ key;
+      mpixd_lane_pass(h, r->peer, src_base, r->tag, r->seq, (uint32_t)(dep | dep >> 32), false);
+    } else {
+      uint64_t taken = 0;
+      w[0].a = mpixd_cell_take(cell, near, &taken);
+      if (defer) *defer = s | MPIXD_DEFER_TINY;
+      else mpixd_free_tiny_way(h, r->peer, src_base, s, taken ^ key);
+    }
     if (r->msg_bytes > 0 && r->bytes > 0) mpixd_inline_store(r->buf, w, r->msg_bytes < r->bytes ? r->msg_bytes : r->bytes);
     r->state = MPIXD_DONE;
     r->status = r->msg_bytes > r->bytes ? MPIX_DEVICE_ERR_TRUNCATE : MPIX_DEVICE_SUCCESS;
@@ -159,40 +172,42 @@ MPIXD_HD void mpixd_recv_take_ex(const MPIX_Device_comm *h, MPIX_Device_request 
   }
   /* The acquire orders the entry's reads after its key. */
   (void)mpixd_load_acquire64_at(cell, near);
-  const mpixd_ment *e = mpixd_ments(h, h->local, r->peer) + slot;
+  const mpixd_ment *e = mpixd_entry(h, h->local, r->peer, s);
   const mpixd_w16 head = *(const mpixd_w16 *)e;
   r->msg_bytes = (uint32_t)head.a;
+  mpixd_w16 w[2];
   if (r->msg_bytes <= MPIXD_INLINE) {
-    mpixd_w16 w[2];
     w[0] = ((const mpixd_w16 *)e->data)[0];
     w[1] = ((const mpixd_w16 *)e->data)[1];
-    if (defer) *defer = (uint32_t)slot;
-    else mpixd_free_way(h, r->peer, src_base, (uint32_t)slot, false);
+  } else {
+    r->chan = (uint32_t)(head.a >> 32);
+    r->ticket = (uint32_t)head.b;
+    r->nslots = (uint32_t)(head.b >> 32);
+  }
+  if (lane) mpixd_lane_pass(h, r->peer, src_base, r->tag, r->seq, 0, true);
+  else if (defer) *defer = s;
+  else mpixd_free_way(h, r->peer, src_base, s, false);
+  if (r->msg_bytes <= MPIXD_INLINE) {
     if (r->msg_bytes > 0 && r->bytes > 0) mpixd_inline_store(r->buf, w, r->msg_bytes < r->bytes ? r->msg_bytes : r->bytes);
     r->state = MPIXD_DONE;
     r->status = r->msg_bytes > r->bytes ? MPIX_DEVICE_ERR_TRUNCATE : MPIX_DEVICE_SUCCESS;
     return;
   }
-  r->chan = (uint32_t)(head.a >> 32);
-  r->ticket = (uint32_t)head.b;
-  r->nslots = (uint32_t)(head.b >> 32);
-  if (defer) *defer = (uint32_t)slot;
-  else mpixd_free_way(h, r->peer, src_base, (uint32_t)slot, false);
   r->next = 0;
   r->state = MPIXD_RECV_BOUND;
 }
 
 MPIXD_HD void mpixd_recv_take(const MPIX_Device_comm *h, MPIX_Device_request *r, int32_t slot, uint64_t key,
-                              char *src_base) {
-  mpixd_recv_take_ex(h, r, slot, key, src_base, NULL);
+                              uint64_t payload, char *src_base) {
+  mpixd_recv_take_ex(h, r, slot, key, payload, src_base, NULL);
 }
 
-/* A waiting receive: whether its message is in the table (taken if so). */
+/* A waiting receive: whether its message has arrived (taken if so). */
 MPIXD_HD bool mpixd_recv_match(const MPIX_Device_comm *h, MPIX_Device_request *r) {
-  uint64_t key = 0;
-  const int32_t slot = mpixd_find(h, r->peer, r->tag, r->seq, &key);
+  uint64_t key = 0, payload = 0;
+  const int32_t slot = mpixd_find_slot(h, r->peer, r->tag, r->seq, &key, &payload);
   if (slot < 0) return false;
-  mpixd_recv_take(h, r, slot, key, h->bases[r->peer]);
+  mpixd_recv_take(h, r, slot, key, payload, h->bases[r->peer]);
   return true;
 }
 

@@ -206,6 +206,32 @@ MPIXD_HD void mpixd_and_relaxed_at(uint32_t *p, uint32_t v, bool near) {
 #endif
 }
 
+/* A relaxed store at the scope a peer needs, for a caller whose `v`
+ * depends on the values of its earlier accesses that matter (see
+ * mpixd_and_relaxed_at). */
+MPIXD_HD void mpixd_store_relaxed_at(uint32_t *p, uint32_t v, bool near) {
+#if defined(__CUDA_ARCH__)
+  if (near) asm volatile("st.relaxed.gpu.global.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
+  else asm volatile("st.relaxed.sys.global.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
+#else
+  (void)near;
+  __atomic_store_n(p, v, __ATOMIC_RELEASE); /* what ThreadSanitizer can follow */
+#endif
+}
+
+/* x, as a value the compiler cannot see through: `mpixd_opaque64(x) ^ x`
+ * is 0 but still depends on x (a load's value), so an access computed
+ * from it cannot issue before that load is performed. */
+MPIXD_HD uint64_t mpixd_opaque64(uint64_t x) {
+#if defined(__CUDA_ARCH__)
+  uint64_t y;
+  asm volatile("mov.b64 %0, %1;" : "=l"(y) : "l"(x));
+  return y;
+#else
+  return x;
+#endif
+}
+
 /* Orders this thread's earlier writes before later ones as a peer sees
  * them (the block variants' chunk copies before their sequence words). */
 MPIXD_HD void mpixd_fence_at(bool near) {

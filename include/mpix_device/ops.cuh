@@ -18,15 +18,21 @@ __device__ __forceinline__ unsigned mpixd_backoff_max(int path) {
   return path == MPIXD_PATH_PROXY ? MPIXD_BACKOFF_PROXY_NS : MPIXD_BACKOFF_IPC_NS;
 }
 
-/* The way (and key) of message `seq` of (peer, tag) in this rank's table,
- * once it is there: its buckets are known, so only they are polled. */
+/* The slot (and key, and a lane cell's payload word) of message `seq` of
+ * (peer, tag) in this rank's memory, once it is there: its lane cell or its
+ * buckets are known, so only they are polled. */
 __device__ __forceinline__ int32_t mpixd_wait_numbered(const MPIX_Device_comm *h, int peer, int tag, uint32_t seq,
-                                                       uint64_t *key) {
+                                                       uint64_t *key, uint64_t *payload) {
+  int32_t slot;
+  unsigned ns = MPIXD_BACKOFF_MIN_NS;
+  if (mpixd_lane(h, tag)) {
+    while ((slot = mpixd_find_slot(h, peer, tag, seq, key, payload)) < 0) mpixd_backoff(&ns, MPIXD_BACKOFF_IPC_NS);
+    return slot;
+  }
   uint64_t *keys = mpixd_mkeys(h, h->local, peer);
   const uint32_t b0 = mpixd_bucket(h, tag, seq);
   const uint64_t want = mpixd_mkey(tag, seq);
-  int32_t slot;
-  unsigned ns = MPIXD_BACKOFF_MIN_NS;
+  *payload = 0;
   while ((slot = mpixd_find_at(h->buckets, keys, b0, want, key)) < 0) mpixd_backoff(&ns, MPIXD_BACKOFF_IPC_NS);
   return slot;
 }
@@ -125,11 +131,25 @@ __device__ inline int MPIX_Send(const void *buf, size_t bytes, int peer, int tag
     if (rc != MPIX_DEVICE_SUCCESS) return rc;
     /* Issued first: its load overlaps the atomics below. */
     char *const base = h->bases[peer];
+    const bool lane = mpixd_lane(h, tag);
+    /* A lane key's turn words are loaded beside the numbering atomic (all
+     * of them: which one is this message's is known only after it), so
+     * the send costs one memory round trip before its put, not two. */
+    uint32_t turns[MPIXD_LANE];
+    if (lane) mpixd_load_turns(mpixd_lane_turns(h, h->local, peer, tag), mpixd_near(h, peer), turns);
     uint32_t seq;
     rc = mpixd_take_seq_warp(h, true, peer, tag, &seq);
     if (rc != MPIX_DEVICE_SUCCESS) return rc;
     uint32_t slot;
-    while (!mpixd_claim_way(h, peer, tag, seq, &slot)) mpixd_backoff(&ns, MPIXD_BACKOFF_IPC_NS);
+    if (lane && mpixd_lane_open(turns[seq & (MPIXD_LANE - 1)], seq)) {
+      /* The put's key depends on the turn word's value: the put cannot
+       * issue before that load is performed (an acquire's ordering, by
+       * dependency). */
+      const uint32_t t = turns[seq & (MPIXD_LANE - 1)];
+      slot = mpixd_lane_slot(tag, seq) | (uint32_t)(mpixd_opaque64(t) ^ t);
+    } else {
+      while (!mpixd_claim_slot(h, peer, tag, seq, &slot)) mpixd_backoff(&ns, MPIXD_BACKOFF_IPC_NS);
+    }
     mpixd_post_small(h, peer, base, slot, tag, seq, (uint32_t)bytes, buf);
     return MPIX_DEVICE_SUCCESS;
   }
@@ -155,10 +175,10 @@ __device__ inline int MPIX_Recv(void *buf, size_t bytes, int peer, int tag, cons
     uint32_t seq;
     rc = mpixd_take_seq_warp(h, false, peer, tag, &seq);
     if (rc != MPIX_DEVICE_SUCCESS) return rc;
-    uint64_t key = 0;
-    const int32_t slot = mpixd_wait_numbered(h, peer, tag, seq, &key);
+    uint64_t key = 0, payload = 0;
+    const int32_t slot = mpixd_wait_numbered(h, peer, tag, seq, &key, &payload);
     mpixd_recv_start(&req, buf, bytes, peer, tag, seq);
-    mpixd_recv_take(h, &req, slot, key, src_base);
+    mpixd_recv_take(h, &req, slot, key, payload, src_base);
   } else {
     while ((rc = MPIX_Irecv(buf, bytes, peer, tag, comm, &req)) == MPIX_DEVICE_AGAIN)
       mpixd_backoff(&ns, mpixd_backoff_max(h->path));
@@ -210,7 +230,7 @@ __device__ inline int mpixd_send_block(const MPIX_Device_comm *h, const void *bu
       if (r->nslots > 0) r->ticket = mpixd_fetch_add(&mpixd_schan_of(h, h->local, peer, r->chan)->tail, r->nslots);
       uint32_t slot;
       unsigned ns = MPIXD_BACKOFF_MIN_NS;
-      while (!mpixd_claim_way(h, peer, tag, seq, &slot)) mpixd_backoff(&ns, MPIXD_BACKOFF_IPC_NS);
+      while (!mpixd_claim_slot(h, peer, tag, seq, &slot)) mpixd_backoff(&ns, MPIXD_BACKOFF_IPC_NS);
       char *const base = h->bases[peer];
       if (r->nslots == 0) mpixd_post_small(h, peer, base, slot, tag, seq, (uint32_t)bytes, buf);
       else mpixd_post_entry(h, peer, base, slot, tag, seq, (uint32_t)bytes, r->chan, r->ticket, r->nslots, buf);
@@ -279,10 +299,10 @@ __device__ inline int mpixd_recv_block(const MPIX_Device_comm *h, void *buf, siz
       s_rc = mpixd_check(h, buf, bytes, peer, tag, &s_req);
       if (s_rc == MPIX_DEVICE_SUCCESS) {
         char *const src_base = h->bases[peer];
-        uint64_t key = 0;
-        const int32_t slot = mpixd_wait_numbered(h, peer, tag, given, &key);
+        uint64_t key = 0, payload = 0;
+        const int32_t slot = mpixd_wait_numbered(h, peer, tag, given, &key, &payload);
         mpixd_recv_start(&s_req, buf, bytes, peer, tag, given);
-        mpixd_recv_take_ex(h, &s_req, slot, key, src_base, defer);
+        mpixd_recv_take_ex(h, &s_req, slot, key, payload, src_base, defer);
       }
     } else {
       s_rc = mpixd_irecv(h, buf, bytes, peer, tag, &s_req);

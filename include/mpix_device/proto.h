@@ -39,6 +39,21 @@
  * hashed one; when all are full the send waits (back-pressure), nothing is
  * overwritten.
  *
+ * Lanes (tags below lane_tags, MPIX_DEVICE_LANE_TAGS): each (source, tag)
+ * of a small tag has MPIXD_LANE cells of its own in the receiver's memory,
+ * and message n of the key always goes to cell n mod MPIXD_LANE. The sender
+ * claims nothing: the cell is its message's once the receiver has taken the
+ * cell's previous message (n - MPIXD_LANE), which the receiver says by
+ * writing the cell's next turn (n rounded down to MPIXD_LANE, plus
+ * MPIXD_LANE) into the sender's memory. So a send costs one atomic (its
+ * number), with the turn words loaded beside it, instead of two dependent
+ * ones (number, then a way of the bucket the number hashes to). A cell's
+ * keys only ever grow by MPIXD_LANE, so the key a receive looks for is
+ * never a stale one: the receiver reads a tiny message's key and payload in
+ * one 16-byte load and leaves the cell as it is (no exchange, no clear).
+ * The price: at most MPIXD_LANE messages of one lane key are in flight
+ * (later sends wait for receives), where the table holds thousands.
+ *
  * Communicators that allow overtaking are matched in order too (MPI allows
  * it): a receive that took any message of its key could bind a staged
  * message whose chunks wait in the ring behind an earlier one of the same
@@ -91,6 +106,8 @@
 #define MPIXD_WAYS 8u    /* entries per message-table bucket (one 64-byte line of match keys) */
 #define MPIXD_PROBE 4u   /* buckets a message may go to, from its hashed one */
 #define MPIXD_DIRECT_TAGS 4096u /* tags numbered by counters at fixed places (no key-table lookup) */
+#define MPIXD_LANE 8u    /* cells per lane key: its messages in flight at most */
+#define MPIXD_SLOT_LANE 0x40000000u /* a slot index that names a lane cell, not a table way */
 
 #ifdef __cplusplus
 extern "C" {
@@ -112,12 +129,16 @@ typedef struct MPIX_Device_comm {
   uint64_t off_staging; /* payload rings: staging blocks */
   uint64_t off_rchan;   /* payload rings: release state and slot states */
   uint64_t off_schan;   /* payload rings: sender side, ticket counter and credit */
+  uint64_t off_lcells;  /* lanes: cells ({match key, tiny payload}), per (source, lane tag) */
+  uint64_t off_lents;   /* lanes: entries beside them */
+  uint64_t off_lturns;  /* lanes, sender side: each cell's next turn, per (destination, lane tag) */
   uint32_t rchan_bytes;
   uint32_t channels;    /* power of two */
   uint32_t slots;       /* power of two */
   uint32_t slot_bytes;  /* multiple of 256 */
   uint32_t buckets;     /* message-table buckets per source, power of two */
   uint32_t keys;        /* counters per side, power of two */
+  uint32_t lane_tags;   /* tags below this have lanes (0: none) */
   uint64_t gpu_peers;   /* bit r: rank r (< 64) uses this GPU (see mpixd_near) */
   uint64_t cell_peers;  /* bit r: messages of at most MPIXD_TINY bytes to rank r (< 64) go in their cell */
   int rank, size;
@@ -224,7 +245,11 @@ MPIXD_HD uint64_t mpixd_layout(MPIX_Device_comm *h, uint64_t header) {
   h->off_staging = mpixd_align(h->off_seqs + rings * h->slots * sizeof(uint32_t), 256);
   h->off_rchan = mpixd_align(h->off_staging + rings * h->slots * (uint64_t)h->slot_bytes, 256);
   h->off_schan = mpixd_align(h->off_rchan + rings * h->rchan_bytes, 256);
-  return mpixd_align(h->off_schan + rings * sizeof(mpixd_schan), 256);
+  const uint64_t lane_cells = n * h->lane_tags * MPIXD_LANE;
+  h->off_lcells = mpixd_align(h->off_schan + rings * sizeof(mpixd_schan), 256);
+  h->off_lents = mpixd_align(h->off_lcells + lane_cells * 2 * sizeof(uint64_t), 256);
+  h->off_lturns = mpixd_align(h->off_lents + lane_cells * sizeof(mpixd_ment), 256);
+  return mpixd_align(h->off_lturns + lane_cells * sizeof(uint32_t), 256);
 }
 
 /* Cells ({match key, tiny payload}, 16 bytes a way) and entries of the
@@ -264,6 +289,58 @@ MPIXD_HD mpixd_schan *mpixd_schan_of(const MPIX_Device_comm *h, char *base, int 
  * scope (see the *_at primitives). Ranks from 64 on always use system scope. */
 MPIXD_HD bool mpixd_near(const MPIX_Device_comm *h, int peer) {
   return peer >= 0 && peer < 64 && ((h->gpu_peers >> peer) & 1u) != 0;
+}
+
+/* ---- lanes ---- */
+
+MPIXD_HD bool mpixd_lane(const MPIX_Device_comm *h, int tag) { return (uint32_t)tag < h->lane_tags; }
+
+/* The slot of message seq of a lane tag: its cell, by its number. */
+MPIXD_HD uint32_t mpixd_lane_slot(int tag, uint32_t seq) {
+  return MPIXD_SLOT_LANE | ((uint32_t)tag * MPIXD_LANE + (seq & (MPIXD_LANE - 1)));
+}
+
+/* The turn words of (dst, tag) in mailbox `base` (the sender's): cell c
+ * takes message seq when word c equals seq rounded down to MPIXD_LANE. */
+MPIXD_HD uint32_t *mpixd_lane_turns(const MPIX_Device_comm *h, char *base, int dst, int tag) {
+  return (uint32_t *)(base + h->off_lturns) + ((uint64_t)dst * h->lane_tags + (uint32_t)tag) * MPIXD_LANE;
+}
+
+/* The MPIXD_LANE turn words at `t` (32-byte aligned), relaxed, all at
+ * once: a sender loads them before it knows which one is its message's. */
+MPIXD_HD void mpixd_load_turns(const uint32_t *t, bool near, uint32_t v[MPIXD_LANE]) {
+#if defined(__CUDA_ARCH__)
+  if (near)
+    asm volatile("ld.relaxed.gpu.global.v4.u32 {%0, %1, %2, %3}, [%8];\n\t"
+                 "ld.relaxed.gpu.global.v4.u32 {%4, %5, %6, %7}, [%8+16];"
+                 : "=r"(v[0]), "=r"(v[1]), "=r"(v[2]), "=r"(v[3]), "=r"(v[4]), "=r"(v[5]), "=r"(v[6]), "=r"(v[7])
+                 : "l"(t)
+                 : "memory");
+  else
+    asm volatile("ld.relaxed.sys.global.v4.u32 {%0, %1, %2, %3}, [%8];\n\t"
+                 "ld.relaxed.sys.global.v4.u32 {%4, %5, %6, %7}, [%8+16];"
+                 : "=r"(v[0]), "=r"(v[1]), "=r"(v[2]), "=r"(v[3]), "=r"(v[4]), "=r"(v[5]), "=r"(v[6]), "=r"(v[7])
+                 : "l"(t)
+                 : "memory");
+#else
+  (void)near;
+  for (unsigned c = 0; c < MPIXD_LANE; ++c) v[c] = __atomic_load_n(t + c, __ATOMIC_ACQUIRE);
+#endif
+}
+
+/* The cell (16 bytes: match key, tiny payload) and the entry of `slot` (a
+ * table way or a lane cell) for messages from src in mailbox `base` (the
+ * receiver's). */
+MPIXD_HD uint64_t *mpixd_cell(const MPIX_Device_comm *h, char *base, int src, uint32_t slot) {
+  if (slot & MPIXD_SLOT_LANE)
+    return (uint64_t *)(base + h->off_lcells) +
+           2 * ((uint64_t)src * h->lane_tags * MPIXD_LANE + (slot & ~MPIXD_SLOT_LANE));
+  return (uint64_t *)(base + h->off_mkeys) + 2 * ((uint64_t)src * h->buckets * MPIXD_WAYS + slot);
+}
+MPIXD_HD mpixd_ment *mpixd_entry(const MPIX_Device_comm *h, char *base, int src, uint32_t slot) {
+  if (slot & MPIXD_SLOT_LANE)
+    return (mpixd_ment *)(base + h->off_lents) + (uint64_t)src * h->lane_tags * MPIXD_LANE + (slot & ~MPIXD_SLOT_LANE);
+  return (mpixd_ment *)(base + h->off_ments) + (uint64_t)src * h->buckets * MPIXD_WAYS + slot;
 }
 
 /* ---- hashing ---- */
@@ -480,6 +557,33 @@ MPIXD_HD uint64_t mpixd_cell_take(uint64_t *cell, bool near, uint64_t *key) {
 }
 
 
+/* Reads a cell (a lane's: only its message's sender writes it, by one
+ * 16-byte atomic or a key released after the entry) in one 16-byte access:
+ * a tiny message's key and payload together, without taking the cell. The
+ * host build says the same with an acquire load of the key before the
+ * payload (whose host put stores the payload first). */
+MPIXD_HD void mpixd_cell_load(const uint64_t *cell, bool near, uint64_t *key, uint64_t *payload) {
+#if defined(__CUDA_ARCH__)
+  uint64_t k, p;
+  if (near)
+    asm volatile("{\n\t.reg .b128 d;\n\tld.relaxed.gpu.global.b128 d, [%2];\n\tmov.b128 {%0, %1}, d;\n\t}"
+                 : "=l"(k), "=l"(p)
+                 : "l"(cell)
+                 : "memory");
+  else
+    asm volatile("{\n\t.reg .b128 d;\n\tld.relaxed.sys.global.b128 d, [%2];\n\tmov.b128 {%0, %1}, d;\n\t}"
+                 : "=l"(k), "=l"(p)
+                 : "l"(cell)
+                 : "memory");
+  *key = k;
+  *payload = p;
+#else
+  (void)near;
+  *key = __atomic_load_n(cell, __ATOMIC_ACQUIRE);
+  *payload = __atomic_load_n(cell + 1, __ATOMIC_RELAXED);
+#endif
+}
+
 /* Claims a free way for message (tag, seq) to dst, from its hashed bucket
  * on: its index (bucket * MPIXD_WAYS + way) in *slot; false when all
  * MPIXD_PROBE buckets are full. The first try assumes an empty bucket,
@@ -506,6 +610,24 @@ MPIXD_HD bool mpixd_claim_way(const MPIX_Device_comm *h, int dst, int tag, uint3
   return false;
 }
 
+/* Whether cell turn word `turn` (as loaded) lets message seq into its
+ * lane cell: the cell's previous message was taken. */
+MPIXD_HD bool mpixd_lane_open(uint32_t turn, uint32_t seq) { return turn == (seq & ~(MPIXD_LANE - 1)); }
+
+/* Claims the slot of message (tag, seq) to dst: its lane cell once open,
+ * else a way of the table; false while there is none (the send waits). The
+ * acquire orders the put after the receiver's reads of the cell's previous
+ * message. */
+MPIXD_HD bool mpixd_claim_slot(const MPIX_Device_comm *h, int dst, int tag, uint32_t seq, uint32_t *slot) {
+  if (mpixd_lane(h, tag)) {
+    const uint32_t *turn = mpixd_lane_turns(h, h->local, dst, tag) + (seq & (MPIXD_LANE - 1));
+    if (!mpixd_lane_open(mpixd_load_acquire_at(turn, mpixd_near(h, dst)), seq)) return false;
+    *slot = mpixd_lane_slot(tag, seq);
+    return true;
+  }
+  return mpixd_claim_way(h, dst, tag, seq, slot);
+}
+
 /* Writes the entry of message (tag, seq) into way `slot` of dst's table
  * (mailbox `base`: h->bases[dst], loaded early by callers so that its
  * latency hides behind their atomics)
@@ -514,7 +636,7 @@ MPIXD_HD bool mpixd_claim_way(const MPIX_Device_comm *h, int dst, int tag, uint3
  * sees the key). */
 MPIXD_HD void mpixd_post_entry(const MPIX_Device_comm *h, int dst, char *base, uint32_t slot, int tag, uint32_t seq,
                                uint32_t bytes, uint32_t chan, uint32_t ticket, uint32_t nslots, const void *buf) {
-  mpixd_ment *e = mpixd_ments(h, base, h->rank) + slot;
+  mpixd_ment *e = mpixd_entry(h, base, h->rank, slot);
   mpixd_w16 head;
   head.a = (uint64_t)bytes | (uint64_t)chan << 32;
   head.b = (uint64_t)ticket | (uint64_t)nslots << 32;
@@ -525,7 +647,7 @@ MPIXD_HD void mpixd_post_entry(const MPIX_Device_comm *h, int dst, char *base, u
     ((mpixd_w16 *)e->data)[0] = w[0];
     if (bytes > 16) ((mpixd_w16 *)e->data)[1] = w[1];
   }
-  mpixd_store_release64_at(mpixd_mkeys(h, base, h->rank) + 2 * (uint64_t)slot, mpixd_mkey(tag, seq) | MPIXD_KEY_ENTRY,
+  mpixd_store_release64_at(mpixd_cell(h, base, h->rank, slot), mpixd_mkey(tag, seq) | MPIXD_KEY_ENTRY,
                            mpixd_near(h, dst));
 }
 
@@ -535,8 +657,7 @@ MPIXD_HD void mpixd_post_tiny(const MPIX_Device_comm *h, int dst, char *base, ui
                               uint32_t bytes, const void *buf) {
   mpixd_w16 w[2];
   mpixd_inline_load(w, buf, bytes);
-  mpixd_cell_put(mpixd_mkeys(h, base, h->rank) + 2 * (uint64_t)slot, mpixd_mkey(tag, seq) | bytes, w[0].a,
-                 mpixd_near(h, dst));
+  mpixd_cell_put(mpixd_cell(h, base, h->rank, slot), mpixd_mkey(tag, seq) | bytes, w[0].a, mpixd_near(h, dst));
 }
 
 /* Whether tiny messages to peer go in their cell, by one 16-byte atomic:
@@ -580,6 +701,21 @@ MPIXD_HD int32_t mpixd_find(const MPIX_Device_comm *h, int src, int tag, uint32_
   return mpixd_find_at(h->buckets, mpixd_mkeys(h, h->local, src), mpixd_bucket(h, tag, seq), mpixd_mkey(tag, seq), key);
 }
 
+/* Looks for message (tag, seq) from src in its lane cell or the table: its
+ * slot, or -1 while it has not arrived; in a lane cell, *payload is the
+ * cell's payload word, read with its key. */
+MPIXD_HD int32_t mpixd_find_slot(const MPIX_Device_comm *h, int src, int tag, uint32_t seq, uint64_t *key,
+                                 uint64_t *payload) {
+  if (!mpixd_lane(h, tag)) return mpixd_find(h, src, tag, seq, key);
+  const uint32_t slot = mpixd_lane_slot(tag, seq);
+  uint64_t k = 0, p = 0;
+  mpixd_cell_load(mpixd_cell(h, h->local, src, slot), mpixd_near(h, src), &k, &p);
+  if ((k & ~MPIXD_KEY_SIZE) != mpixd_mkey(tag, seq)) return -1;
+  *key = k;
+  *payload = p;
+  return (int32_t)slot;
+}
+
 /* Gives way `slot` of src's table (src's mailbox at src_base) back to src
  * once its message was taken:
  * the key cleared (a tiny message's take cleared it), the way freed in the
@@ -601,6 +737,20 @@ MPIXD_HD void mpixd_free_way(const MPIX_Device_comm *h, int src, char *src_base,
 MPIXD_HD void mpixd_free_tiny_way(const MPIX_Device_comm *h, int src, char *src_base, uint32_t slot, uint64_t taken) {
   mpixd_and_relaxed_at(mpixd_claims(h, src_base, h->rank) + slot / MPIXD_WAYS,
                        ~(1u << (slot % MPIXD_WAYS)) | (uint32_t)(taken | taken >> 32), mpixd_near(h, src));
+}
+
+/* Opens lane cell `slot` of src's messages for its next message (seq +
+ * MPIXD_LANE), once this rank took message seq from it, by writing the
+ * cell's turn word in src's mailbox (src_base). `dep` is 0, computed from
+ * what the take read (a tiny message's cell): the store then cannot issue
+ * before those reads are performed, and needs no release (a system-scope
+ * fence to another GPU). release: an entry's words were read too. */
+MPIXD_HD void mpixd_lane_pass(const MPIX_Device_comm *h, int src, char *src_base, int tag, uint32_t seq, uint32_t dep,
+                              bool release) {
+  uint32_t *turn = mpixd_lane_turns(h, src_base, h->rank, tag) + (seq & (MPIXD_LANE - 1));
+  const uint32_t next = (seq & ~(MPIXD_LANE - 1)) + MPIXD_LANE + dep;
+  if (release) mpixd_store_release_at(turn, next, mpixd_near(h, src));
+  else mpixd_store_relaxed_at(turn, next, mpixd_near(h, src));
 }
 
 /* ---- payload rings ---- */

@@ -600,9 +600,11 @@ __global__ void recv_seq(MPIX_Device_comm c, int peer, int tag, int count, int *
 
 // Back-pressure: more sends than the receiver's table holds, the receiver
 // launched only after the sender spins. With a table of one bucket
-// (MPIX_DEVICE_TABLE=1) exactly MPIXD_WAYS sends complete at once.
-void test_backpressure(const MPIX_Device_comm &h) {
-  const int tag = 30000, total = int(MPIXD_WAYS) * 4 + 17;
+// (MPIX_DEVICE_TABLE=1) exactly MPIXD_WAYS sends complete at once; on a
+// lane tag (below MPIX_DEVICE_LANE_TAGS) exactly MPIXD_LANE, whatever the
+// table's size (the lane carried them).
+void test_backpressure(const MPIX_Device_comm &h, int tag) {
+  const int total = int(MPIXD_WAYS) * 4 + 17;
   phase("back-pressure, separate launches (test_backpressure)");
   DevArr<int> out(4), vals(total), done(total);
   DevArr<MPIX_Device_request> reqs(total);
@@ -611,7 +613,9 @@ void test_backpressure(const MPIX_Device_comm &h) {
     CHECK_CUDA(cudaDeviceSynchronize());
     const auto o = out.get();
     expect(o[2] == MPIX_DEVICE_SUCCESS, "MPIX_Isend under back-pressure", o[2]);
-    if (h.path == MPIXD_PATH_IPC && h.buckets == 1)
+    if (h.path == MPIXD_PATH_IPC && unsigned(tag) < h.lane_tags)
+      expect(o[0] == int(MPIXD_LANE), "sends complete at once exactly while the lane has room", o[0], MPIXD_LANE);
+    else if (h.path == MPIXD_PATH_IPC && h.buckets == 1)
       expect(o[0] == int(MPIXD_WAYS), "sends complete at once exactly while the table has room", o[0], MPIXD_WAYS);
     else if (h.path == MPIXD_PATH_IPC)
       expect(o[0] >= 1, "some sends complete at once", o[0]);
@@ -729,15 +733,17 @@ int main(int argc, char **argv) {
   if (rc == MPI_SUCCESS) {
     g_dump = &h;
     if (g_rank == 0)
-      std::printf("%s path; table %u buckets x %u, %u keys; rings %u x %u slots x %u B; proxy queue %u\n",
-                  h.path == MPIXD_PATH_PROXY ? "proxy" : "ipc", h.buckets, MPIXD_WAYS, h.keys, h.channels, h.slots,
-                  h.slot_bytes, h.pq_slots);
+      std::printf("%s path; table %u buckets x %u, %u keys; lanes for tags below %u; rings %u x %u slots x %u B; "
+                  "proxy queue %u\n",
+                  h.path == MPIXD_PATH_PROXY ? "proxy" : "ipc", h.buckets, MPIXD_WAYS, h.keys, h.lane_tags, h.channels,
+                  h.slots, h.slot_bytes, h.pq_slots);
     if (g_size == 1) {
       test_self(h);
     } else {
       test_calls(h);
       test_sizes(h);
-      test_backpressure(h);
+      test_backpressure(h, 30000);
+      test_backpressure(h, 3);
       test_many(h);
       if (h.path == MPIXD_PATH_PROXY) test_interop(h, comm);
     }
@@ -751,7 +757,7 @@ int main(int argc, char **argv) {
   rc = MPIX_Comm_device_handle(comm, &h);
   expect(rc == MPI_SUCCESS, "handle on a second communicator", rc);
   if (rc == MPI_SUCCESS && g_size == 1) test_self(h);
-  if (rc == MPI_SUCCESS && g_size > 1) test_backpressure(h);
+  if (rc == MPI_SUCCESS && g_size > 1) test_backpressure(h, 3);
   phase("final free");
   MPI_Comm_free(&comm);
 

@@ -321,6 +321,11 @@ if [ -x bench/bench_dev_p2p ]; then
   MPIX_DEVICE_CHANNELS=128 timeout 150 "$MPIEXEC" -n 2 bench/bench_dev_p2p "$OUT/bench_dev_p2p.csv" \
     >"$OUT/bench_dev_p2p.txt" 2>&1 || { echo "bench_dev_p2p failed (exit $?)"; bench_fail=1; }
   cat "$OUT/bench_dev_p2p.txt"
+  log "the same latency rows without lanes (MPIX_DEVICE_LANE_TAGS=0: every tag through the table, as before)"
+  MPIX_DEVICE_LANE_TAGS=0 BENCH_DEV_ONLY=latency timeout 100 "$MPIEXEC" -n 2 bench/bench_dev_p2p \
+    "$OUT/bench_dev_p2p_nolanes.csv" >"$OUT/bench_dev_p2p_nolanes.txt" 2>&1 ||
+    { echo "bench_dev_p2p without lanes failed (exit $?)"; bench_fail=1; }
+  cat "$OUT/bench_dev_p2p_nolanes.txt"
 fi
 # The baseline in the same run: NVSHMEM's put+signal ping-pong (issue 6's
 # anchor), built here against the NVSHMEM this machine has.

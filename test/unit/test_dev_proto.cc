@@ -27,6 +27,7 @@ struct Shape {
   uint32_t channels = 2, slots = 16, slot_bytes = 256, buckets = 64, keys = 64;
   bool near = true;        // the ranks share a "GPU"
   bool far_cells = false;  // tiny messages in cells to other "GPUs" too (else there in entries)
+  uint32_t lane_tags = 0;  // tags below it have lanes
 };
 
 // A fake node of `size` ranks sharing one address space.
@@ -42,6 +43,7 @@ struct World {
     t.slot_bytes = s.slot_bytes;
     t.buckets = s.buckets;
     t.keys = s.keys;
+    t.lane_tags = s.lane_tags;
     t.gpu_peers = s.near ? (uint64_t{1} << size) - 1 : 0;
     t.cell_peers = s.near || s.far_cells ? (uint64_t{1} << size) - 1 : 0;
     t.tag_ub = 1 << 20;
@@ -63,6 +65,16 @@ struct World {
     uint32_t n = 0;
     const uint32_t *c = mpixd_claims(&h[src], h[src].local, dst);
     for (uint32_t b = 0; b < h[src].buckets; ++b) n += uint32_t(__builtin_popcount(c[b]));
+    return n;
+  }
+  // Lane cells of (src -> dst, tag) whose message was not received: cell c
+  // is open for the next message of its residue once all before it were.
+  uint32_t lane_cells_in_use(int src, int dst, int tag) const {
+    if (uint32_t(tag) >= h[src].lane_tags) return 0;
+    const uint32_t next = *mpixd_counter(&h[src], true, dst, tag);
+    const uint32_t *turns = mpixd_lane_turns(&h[src], h[src].local, dst, tag);
+    uint32_t n = 0;
+    for (uint32_t c = 0; c < MPIXD_LANE; ++c) n += turns[c] != ((next + ((c - next) & (MPIXD_LANE - 1))) & ~(MPIXD_LANE - 1));
     return n;
   }
 };
@@ -181,8 +193,8 @@ TEST(DevProto, ArgumentChecks) {
 // Receives match by (source, tag), not by arrival: the n-th receive of a key
 // gets its n-th message, posted before or after it arrived, and receives of
 // one key may complete in any order.
-TEST(DevProto, MatchingOrder) {
-  World w(2, Shape{});
+void matching_order(const Shape &shape) {
+  World w(2, shape);
   const MPIX_Device_comm &s = w.h[0], &r = w.h[1];
   int a = 0, b = 0, c = 0;
   MPIX_Device_request ra{}, rb{}, rc{};
@@ -220,8 +232,22 @@ TEST(DevProto, MatchingOrder) {
   EXPECT_EQ(0, std::memcmp(in3.data(), big2.data(), 300));
   // Everything consumed: every way and every credit came back.
   EXPECT_EQ(w.ways_in_use(0, 1), 0u);
+  for (int tag : {5, 6, 7}) EXPECT_EQ(w.lane_cells_in_use(0, 1, tag), 0u) << "tag " << tag;
   for (uint32_t ch = 0; ch < s.channels; ++ch)
     EXPECT_EQ(mpixd_schan_of(&s, s.local, 1, ch)->credit, mpixd_schan_of(&s, s.local, 1, ch)->tail);
+}
+
+Shape with_lanes(Shape q, uint32_t lane_tags) {
+  q.lane_tags = lane_tags;
+  return q;
+}
+
+TEST(DevProto, MatchingOrder) { matching_order(Shape{}); }
+// Tags 5, 6 and 7 in lanes (tag 6 and 7 also: more messages than cells
+// below), then only tag 5 (the others in the table).
+TEST(DevProto, MatchingOrderLanes) {
+  matching_order(with_lanes(Shape{}, 64));
+  matching_order(with_lanes(Shape{}, 6));
 }
 
 // A table of one bucket holds MPIXD_WAYS messages; a further send is
@@ -268,6 +294,58 @@ TEST(DevProto, TableBackPressure) {
   EXPECT_EQ(wait(r, &rr), MPIX_DEVICE_SUCCESS);
   EXPECT_EQ(in, big);
   EXPECT_EQ(w.ways_in_use(0, 1), 0u);
+}
+
+// A lane key holds MPIXD_LANE messages in flight; message n waits for the
+// receive of message n - MPIXD_LANE (its cell's previous one), whatever
+// else was received: pending, nothing written, nothing lost.
+TEST(DevProto, LaneBackPressure) {
+  World w(2, with_lanes(Shape{}, 64));
+  const MPIX_Device_comm &s = w.h[0], &r = w.h[1];
+  const int tag = 9;
+  MPIX_Device_request q[MPIXD_LANE + 2] = {};
+  int v[MPIXD_LANE + 2];
+  for (unsigned i = 0; i < MPIXD_LANE; ++i) {
+    v[i] = int(i);
+    ASSERT_EQ(mpixd_isend(&s, &v[i], 4, 1, tag, &q[i]), MPIX_DEVICE_SUCCESS);
+    EXPECT_EQ(mpixd_test(&s, &q[i]), MPIX_DEVICE_SUCCESS);
+  }
+  EXPECT_EQ(w.ways_in_use(0, 1), 0u);  // nothing in the table
+  const auto big = payload(600, 3);
+  v[MPIXD_LANE] = 100;
+  ASSERT_EQ(mpixd_isend(&s, &v[MPIXD_LANE], 4, 1, tag, &q[MPIXD_LANE]), MPIX_DEVICE_SUCCESS);
+  ASSERT_EQ(mpixd_isend(&s, big.data(), big.size(), 1, tag, &q[MPIXD_LANE + 1]), MPIX_DEVICE_SUCCESS);
+  for (int k = 0; k < 3; ++k) {
+    EXPECT_EQ(mpixd_test(&s, &q[MPIXD_LANE]), MPIX_DEVICE_PENDING);
+    EXPECT_EQ(mpixd_test(&s, &q[MPIXD_LANE + 1]), MPIX_DEVICE_PENDING);
+  }
+  // Receives 1 and 2 first (nonblocking, completing out of order): cells 1
+  // and 2 open, which message 9 (cell 1) may take, message 8 (cell 0) not.
+  int got[3] = {-1, -1, -1};
+  MPIX_Device_request rq[3] = {};
+  for (int i = 0; i < 3; ++i) ASSERT_EQ(mpixd_irecv(&r, &got[i], sizeof got[i], 0, tag, &rq[i]), MPIX_DEVICE_SUCCESS);
+  EXPECT_EQ(mpixd_test(&r, &rq[2]), MPIX_DEVICE_SUCCESS);
+  EXPECT_EQ(mpixd_test(&r, &rq[1]), MPIX_DEVICE_SUCCESS);
+  EXPECT_EQ(got[1], 1);
+  EXPECT_EQ(got[2], 2);
+  EXPECT_EQ(mpixd_test(&s, &q[MPIXD_LANE]), MPIX_DEVICE_PENDING);
+  EXPECT_EQ(wait(s, &q[MPIXD_LANE + 1]), MPIX_DEVICE_SUCCESS);  // staged: entry in cell 1, chunks in the ring
+  EXPECT_EQ(wait(r, &rq[0]), MPIX_DEVICE_SUCCESS);
+  EXPECT_EQ(got[0], 0);
+  EXPECT_EQ(wait(s, &q[MPIXD_LANE]), MPIX_DEVICE_SUCCESS);
+  int x = -1;
+  size_t n = 0;
+  for (unsigned i = 3; i < MPIXD_LANE; ++i) {
+    ASSERT_EQ(recv_blocking(r, &x, sizeof x, 0, tag, &n), MPIX_DEVICE_SUCCESS);
+    EXPECT_EQ(x, int(i));
+  }
+  ASSERT_EQ(recv_blocking(r, &x, sizeof x, 0, tag, &n), MPIX_DEVICE_SUCCESS);
+  EXPECT_EQ(x, 100);
+  std::vector<unsigned char> in(600);
+  ASSERT_EQ(recv_blocking(r, in.data(), in.size(), 0, tag, &n), MPIX_DEVICE_SUCCESS);
+  EXPECT_EQ(n, 600u);
+  EXPECT_EQ(in, big);
+  EXPECT_EQ(w.lane_cells_in_use(0, 1, tag), 0u);
 }
 
 // A ring of 4 slots takes messages worth 4 chunks at once; the next staged
@@ -483,6 +561,17 @@ Shape shape(uint32_t channels, uint32_t slots, uint32_t buckets) {
 }
 
 TEST(DevProto, StressTinyQueues) { stress(shape(4, 2, 1)); }
+// Every tag in lanes; then tags 0 .. 7 in lanes and the rest in the
+// table; on other "GPUs", tiny messages in cells and in entries.
+TEST(DevProto, StressLanes) { stress(with_lanes(shape(4, 2, 1), 64)); }
+TEST(DevProto, StressLanesAndTable) { stress(with_lanes(shape(4, 2, 1), 8)); }
+TEST(DevProto, StressLanesOtherGpus) {
+  Shape q = with_lanes(shape(4, 2, 1), 64);
+  q.near = false;
+  stress(q);
+  q.far_cells = true;
+  stress(q);
+}
 TEST(DevProto, StressOneChannel) { stress(shape(1, 8, 4)); }
 TEST(DevProto, StressWide) { stress(shape(32, 16, 256)); }
 TEST(DevProto, StressTinyQueuesOtherGpus) {
@@ -724,13 +813,18 @@ void preset_counters(World &w, uint32_t t0, std::initializer_list<int> tags) {
       for (int tag : tags) {
         *mpixd_counter(&w.h[src], true, dst, tag) = t0;
         *mpixd_counter(&rh, false, src, tag) = t0;
+        // Lane cell c's turn: its first message from t0 on, rounded down.
+        if (mpixd_lane(&rh, tag)) {
+          uint32_t *turns = mpixd_lane_turns(&w.h[src], w.h[src].local, dst, tag);
+          for (uint32_t c = 0; c < MPIXD_LANE; ++c)
+            turns[c] = (t0 + ((c - t0) & (MPIXD_LANE - 1))) & ~(MPIXD_LANE - 1);
+        }
       }
     }
   }
 }
 
-TEST(DevProto, CountersWrap) {
-  Shape sh;
+void counters_wrap(Shape sh) {
   sh.slots = 4;
   World w(2, sh);
   const int far = int(MPIXD_DIRECT_TAGS) + 3;  // numbered in the key table
@@ -772,6 +866,11 @@ TEST(DevProto, CountersWrap) {
     }
   }
   EXPECT_EQ(w.ways_in_use(0, 1), 0u);
+  for (int tag : {10, 11}) EXPECT_EQ(w.lane_cells_in_use(0, 1, tag), 0u) << "tag " << tag;
 }
+
+TEST(DevProto, CountersWrap) { counters_wrap(Shape{}); }
+// Tags 10 and 11 in lanes: their numbers, and so their cells' turns, wrap.
+TEST(DevProto, CountersWrapLanes) { counters_wrap(with_lanes(Shape{}, 64)); }
 
 }  // namespace
