@@ -6,6 +6,8 @@
 //            by a receiving thread in the receiver's message table;
 //   bw16     16 MiB split over block pairs (one tag each), block variants,
 //            against cudaMemcpy device-to-device (the copy ceiling here);
+//   raw      what SMs' writes into another GPU's memory reach without the
+//            protocol (grid-strided, or chunked per block as the rings are);
 //   putsig   the floor: a one-sided put+signal ping-pong by hand (NVSHMEM's
 //            put_signal + wait_until between GPUs of one node), with and
 //            without a system fence before the flag;
@@ -138,6 +140,34 @@ __global__ void call_costs(MPIX_Device_comm c, int tag, int k, int batches, unsi
   *recv_ns = tr;
 }
 
+// Raw NVLink writes, no protocol: n bytes from src into the peer's memory,
+// `rounds` times, either grid-strided (every thread kW 16-byte words in
+// flight, the whole grid across the buffer) or chunked as the protocol
+// copies (block b takes chunks b, b + gridDim.x, ... of `chunk` bytes, its
+// threads across each: mpixd_copy). What the SMs' writes to another GPU can
+// reach, against the protocol's bandwidth rows.
+template <int kW>
+__global__ void raw_put_strided(mpixd_w16 *dst, const mpixd_w16 *src, size_t words, int rounds) {
+  const size_t lanes = size_t(gridDim.x) * blockDim.x;
+  for (int r = 0; r < rounds; ++r) {
+    size_t i = size_t(blockIdx.x) * blockDim.x + threadIdx.x;
+    for (; i + (kW - 1) * lanes < words; i += kW * lanes) {
+      mpixd_w16 v[kW];
+#pragma unroll
+      for (int k = 0; k < kW; ++k) v[k] = src[i + k * lanes];
+#pragma unroll
+      for (int k = 0; k < kW; ++k) dst[i + k * lanes] = v[k];
+    }
+    for (; i < words; i += lanes) dst[i] = src[i];
+  }
+}
+
+__global__ void raw_put_chunked(unsigned char *dst, const unsigned char *src, size_t n, size_t chunk, int rounds) {
+  for (int r = 0; r < rounds; ++r)
+    for (size_t off = size_t(blockIdx.x) * chunk; off < n; off += size_t(gridDim.x) * chunk)
+      mpixd_copy(dst + off, src + off, n - off < chunk ? n - off : chunk, threadIdx.x, blockDim.x);
+}
+
 // Ping-pong: `initiator` sends first. With one kernel per side (ipc) every
 // thread of block 0 takes part; in self mode block 0 pings, block 1 pongs.
 __device__ void pingpong(MPIX_Device_comm c, int peer, bool initiator, unsigned char *buf, size_t n, int iters,
@@ -254,7 +284,7 @@ FILE *g_csv = nullptr;
 int g_rank = 0;
 
 // BENCH_DEV_ONLY=a,b: only these parts (putsig, ops, call, latency,
-// proxy, rate, bw); all by default.
+// proxy, rate, bw, raw); all by default.
 bool want(const char *part) {
   const char *only = std::getenv("BENCH_DEV_ONLY");
   return only == nullptr || *only == '\0' || std::strstr(only, part) != nullptr;
@@ -525,6 +555,49 @@ int main(int argc, char **argv) {
         std::snprintf(name, sizeof name, "bw/%dblk", blocks);
         row(name, "ipc", maxn, double(maxn) * iters / ((all[1] - all[0]) / 1e9) / 1e9, "GB/s");
       }
+    }
+  }
+
+  // ---- raw NVLink writes (no protocol) into the peer's staging blocks ----
+  if (want("raw") && size >= 2) {
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (g_rank == 0) {
+      char *bases[2] = {nullptr, nullptr};
+      CHECK_CUDA(cudaMemcpy(bases, hw.bases, sizeof bases, cudaMemcpyDeviceToHost));
+      // Rank 0's staging blocks at rank 1: channels x slots x slot_bytes.
+      const size_t room = size_t(hw.channels) * hw.slots * hw.slot_bytes;
+      const size_t n = std::min(maxn, room);
+      unsigned char *dst = reinterpret_cast<unsigned char *>(bases[1]) + hw.off_staging;
+      const int rounds = 10;
+      cudaEvent_t e0, e1;
+      cudaEventCreate(&e0);
+      cudaEventCreate(&e1);
+      const auto timed = [&](const char *name, auto launch) {
+        launch(1);  // warm-up
+        CHECK_CUDA(cudaDeviceSynchronize());
+        cudaEventRecord(e0);
+        launch(rounds);
+        cudaEventRecord(e1);
+        CHECK_CUDA(cudaEventSynchronize(e1));
+        float ms = 0;
+        cudaEventElapsedTime(&ms, e0, e1);
+        row(name, "ipc", n, double(n) * rounds / (ms / 1e3) / 1e9, "GB/s");
+      };
+      const auto *s16 = reinterpret_cast<const mpixd_w16 *>(a);
+      auto *d16 = reinterpret_cast<mpixd_w16 *>(dst);
+      for (int blocks : {sms / 2, sms, 2 * sms}) {
+        char name[48];
+        std::snprintf(name, sizeof name, "raw/%dx512/w4", blocks);
+        timed(name, [&](int r) { raw_put_strided<4><<<blocks, 512>>>(d16, s16, n / 16, r); });
+        std::snprintf(name, sizeof name, "raw/%dx512/w8", blocks);
+        timed(name, [&](int r) { raw_put_strided<8><<<blocks, 512>>>(d16, s16, n / 16, r); });
+        std::snprintf(name, sizeof name, "raw/%dx1024/chunk", blocks);
+        timed(name, [&](int r) { raw_put_chunked<<<blocks, 1024>>>(dst, a, n, 256 * 1024, r); });
+        std::snprintf(name, sizeof name, "raw/%dx1024/c64k", blocks);
+        timed(name, [&](int r) { raw_put_chunked<<<blocks, 1024>>>(dst, a, n, 64 * 1024, r); });
+      }
+      cudaEventDestroy(e0);
+      cudaEventDestroy(e1);
     }
   }
   MPI_Barrier(MPI_COMM_WORLD);
