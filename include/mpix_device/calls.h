@@ -158,7 +158,7 @@ MPIXD_HD void mpixd_recv_take_ex(const MPIX_Device_comm *h, MPIX_Device_request 
        * next key is this one plus MPIXD_LANE, never taken for it). */
       w[0].a = payload;
       const uint64_t dep = mpixd_opaque64(key) ^ key;
-      mpixd_lane_pass(h, r->peer, src_base, r->tag, r->seq, (uint32_t)(dep | dep >> 32), false);
+      mpixd_lane_pass(h, r->peer, src_base, r->tag, r->seq, (uint32_t)(dep | dep >> 32));
     } else {
       uint64_t taken = 0;
       w[0].a = mpixd_cell_take(cell, near, &taken);
@@ -184,7 +184,16 @@ MPIXD_HD void mpixd_recv_take_ex(const MPIX_Device_comm *h, MPIX_Device_request 
     r->ticket = (uint32_t)head.b;
     r->nslots = (uint32_t)(head.b >> 32);
   }
-  if (lane) mpixd_lane_pass(h, r->peer, src_base, r->tag, r->seq, 0, true);
+  if (lane) {
+    /* The turn's store depends on every word read from the entry, so it
+     * cannot issue before they are read (as for a tiny message): no
+     * release, so no system-scope fence on the receiver's path. */
+    uint64_t dep = (mpixd_opaque64(head.a) ^ head.a) | (mpixd_opaque64(head.b) ^ head.b);
+    if (r->msg_bytes <= MPIXD_INLINE)
+      dep |= (mpixd_opaque64(w[0].a) ^ w[0].a) | (mpixd_opaque64(w[0].b) ^ w[0].b) |
+             (mpixd_opaque64(w[1].a) ^ w[1].a) | (mpixd_opaque64(w[1].b) ^ w[1].b);
+    mpixd_lane_pass(h, r->peer, src_base, r->tag, r->seq, (uint32_t)(dep | dep >> 32));
+  }
   else if (defer) *defer = s;
   else mpixd_free_way(h, r->peer, src_base, s, false);
   if (r->msg_bytes <= MPIXD_INLINE) {

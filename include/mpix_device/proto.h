@@ -739,18 +739,15 @@ MPIXD_HD void mpixd_free_tiny_way(const MPIX_Device_comm *h, int src, char *src_
                        ~(1u << (slot % MPIXD_WAYS)) | (uint32_t)(taken | taken >> 32), mpixd_near(h, src));
 }
 
-/* Opens lane cell `slot` of src's messages for its next message (seq +
- * MPIXD_LANE), once this rank took message seq from it, by writing the
- * cell's turn word in src's mailbox (src_base). `dep` is 0, computed from
- * what the take read (a tiny message's cell): the store then cannot issue
- * before those reads are performed, and needs no release (a system-scope
- * fence to another GPU). release: an entry's words were read too. */
-MPIXD_HD void mpixd_lane_pass(const MPIX_Device_comm *h, int src, char *src_base, int tag, uint32_t seq, uint32_t dep,
-                              bool release) {
+/* Opens the lane cell of message seq of (src, tag) for its next message
+ * (seq + MPIXD_LANE), once this rank took message seq from it, by writing
+ * the cell's turn word in src's mailbox (src_base). `dep` is 0, computed
+ * from every word the take read from the cell and its entry: the store
+ * then cannot issue before those reads are performed, and needs no release
+ * (which costs a system-scope fence to another GPU). */
+MPIXD_HD void mpixd_lane_pass(const MPIX_Device_comm *h, int src, char *src_base, int tag, uint32_t seq, uint32_t dep) {
   uint32_t *turn = mpixd_lane_turns(h, src_base, h->rank, tag) + (seq & (MPIXD_LANE - 1));
-  const uint32_t next = (seq & ~(MPIXD_LANE - 1)) + MPIXD_LANE + dep;
-  if (release) mpixd_store_release_at(turn, next, mpixd_near(h, src));
-  else mpixd_store_relaxed_at(turn, next, mpixd_near(h, src));
+  mpixd_store_relaxed_at(turn, (seq & ~(MPIXD_LANE - 1)) + MPIXD_LANE + dep, mpixd_near(h, src));
 }
 
 /* ---- payload rings ---- */
