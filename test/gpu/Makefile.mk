@@ -78,7 +78,11 @@ endif
 if HAVE_CUDA
 MPIX_GPU_BUNDLE = $(MPIX_GPU_TESTS) test/mpi/p2p/region_batch test/mpi/p2p/region bench/bench_gpu_p2p \
 	bench/bench_stream bench/bench_jacobi bench/bench_gpu_copy bench/bench_gpu_match bench/bench_dev_p2p
-gpu-bundle: all $(MPIX_GPU_BUNDLE)
+# The programs are made after `all` (a make of its own), not beside it: under
+# -j both would link src/libmpix.la at once, and a program's link then found
+# no libmpix.so.
+gpu-bundle: all
+	$(MAKE) $(AM_MAKEFLAGS) $(MPIX_GPU_BUNDLE)
 	rm -rf .gpu-bundle
 	for p in $(MPIX_GPU_BUNDLE) src/.libs/libmpix.so.0; do \
 	  mkdir -p .gpu-bundle/$$(dirname $$p) && cp -L $$p .gpu-bundle/$$p && strip --strip-debug .gpu-bundle/$$p || exit 1; \
