@@ -335,12 +335,12 @@ MPIXD_HD uint64_t *mpixd_cell(const MPIX_Device_comm *h, char *base, int src, ui
   if (slot & MPIXD_SLOT_LANE)
     return (uint64_t *)(base + h->off_lcells) +
            2 * ((uint64_t)src * h->lane_tags * MPIXD_LANE + (slot & ~MPIXD_SLOT_LANE));
-  return (uint64_t *)(base + h->off_mkeys) + 2 * ((uint64_t)src * h->buckets * MPIXD_WAYS + slot);
+  return mpixd_mkeys(h, base, src) + 2 * (uint64_t)slot;
 }
 MPIXD_HD mpixd_ment *mpixd_entry(const MPIX_Device_comm *h, char *base, int src, uint32_t slot) {
   if (slot & MPIXD_SLOT_LANE)
     return (mpixd_ment *)(base + h->off_lents) + (uint64_t)src * h->lane_tags * MPIXD_LANE + (slot & ~MPIXD_SLOT_LANE);
-  return (mpixd_ment *)(base + h->off_ments) + (uint64_t)src * h->buckets * MPIXD_WAYS + slot;
+  return mpixd_ments(h, base, src) + slot;
 }
 
 /* ---- hashing ---- */
