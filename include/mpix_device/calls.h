@@ -157,8 +157,7 @@ MPIXD_HD void mpixd_recv_take_ex(const MPIX_Device_comm *h, MPIX_Device_request 
       /* Read with its key in one access; the cell stays as it is (its
        * next key is this one plus MPIXD_LANE, never taken for it). */
       w[0].a = payload;
-      const uint64_t dep = mpixd_opaque64(key) ^ key;
-      mpixd_lane_pass(h, r->peer, src_base, r->tag, r->seq, (uint32_t)(dep | dep >> 32));
+      mpixd_lane_pass(h, r->peer, src_base, r->tag, r->seq, mpixd_zero_of(key));
     } else {
       uint64_t taken = 0;
       w[0].a = mpixd_cell_take(cell, near, &taken);
@@ -188,11 +187,10 @@ MPIXD_HD void mpixd_recv_take_ex(const MPIX_Device_comm *h, MPIX_Device_request 
     /* The turn's store depends on every word read from the entry, so it
      * cannot issue before they are read (as for a tiny message): no
      * release, so no system-scope fence on the receiver's path. */
-    uint64_t dep = (mpixd_opaque64(head.a) ^ head.a) | (mpixd_opaque64(head.b) ^ head.b);
+    uint32_t dep = mpixd_zero_of(head.a) | mpixd_zero_of(head.b);
     if (r->msg_bytes <= MPIXD_INLINE)
-      dep |= (mpixd_opaque64(w[0].a) ^ w[0].a) | (mpixd_opaque64(w[0].b) ^ w[0].b) |
-             (mpixd_opaque64(w[1].a) ^ w[1].a) | (mpixd_opaque64(w[1].b) ^ w[1].b);
-    mpixd_lane_pass(h, r->peer, src_base, r->tag, r->seq, (uint32_t)(dep | dep >> 32));
+      dep |= mpixd_zero_of(w[0].a) | mpixd_zero_of(w[0].b) | mpixd_zero_of(w[1].a) | mpixd_zero_of(w[1].b);
+    mpixd_lane_pass(h, r->peer, src_base, r->tag, r->seq, dep);
   }
   else if (defer) *defer = s;
   else mpixd_free_way(h, r->peer, src_base, s, false);

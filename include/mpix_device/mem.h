@@ -219,16 +219,18 @@ MPIXD_HD void mpixd_store_relaxed_at(uint32_t *p, uint32_t v, bool near) {
 #endif
 }
 
-/* x, as a value the compiler cannot see through: `mpixd_opaque64(x) ^ x`
- * is 0 but still depends on x (a load's value), so an access computed
- * from it cannot issue before that load is performed. */
-MPIXD_HD uint64_t mpixd_opaque64(uint64_t x) {
+/* 0, computed from x through a copy the compiler cannot see through, so
+ * that it depends on x (a load's value): an access whose address or value
+ * adds it cannot issue before that load is performed. */
+MPIXD_HD uint32_t mpixd_zero_of(uint64_t x) {
 #if defined(__CUDA_ARCH__)
   uint64_t y;
   asm volatile("mov.b64 %0, %1;" : "=l"(y) : "l"(x));
-  return y;
+  y ^= x;
+  return (uint32_t)(y | y >> 32);
 #else
-  return x;
+  (void)x;
+  return 0;
 #endif
 }
 

@@ -145,8 +145,7 @@ __device__ inline int MPIX_Send(const void *buf, size_t bytes, int peer, int tag
       /* The put's key depends on the turn word's value: the put cannot
        * issue before that load is performed (an acquire's ordering, by
        * dependency). */
-      const uint32_t t = turns[seq & (MPIXD_LANE - 1)];
-      slot = mpixd_lane_slot(tag, seq) | (uint32_t)(mpixd_opaque64(t) ^ t);
+      slot = mpixd_lane_slot(tag, seq) | mpixd_zero_of(turns[seq & (MPIXD_LANE - 1)]);
     } else {
       while (!mpixd_claim_slot(h, peer, tag, seq, &slot)) mpixd_backoff(&ns, MPIXD_BACKOFF_IPC_NS);
     }
