@@ -12,5 +12,5 @@ dist_man3_MANS += man/man3/MPIX_Comm_device_handle.3 man/man3/MPIX_Isend.3 man/m
 	man/man3/MPIX_Send_block.3 man/man3/MPIX_Recv_block.3
 # Overview pages (man7).
 dist_man7_MANS = man/man7/mpix_nowildcard.7 man/man7/mpix_streams.7
-dist_man7_MANS += man/man7/mpix_device.7
+dist_man7_MANS += man/man7/mpix_device.7 man/man7/mpix_gpu.7
 dist_man7_MANS += man/man7/mpix_transports.7 man/man7/mpix_errors.7 man/man7/mpix_mpit.7

@@ -1,5 +1,6 @@
 #include "transport.h"
 
+#include "check_link.h"
 #include "ofi.h"
 #include "pmpi_link.h"
 #include "ucx.h"
@@ -41,7 +42,7 @@ TransportCounts transport_counts() {
   const TransportCounts p = PmpiLink::counts();
   c.sent += p.sent;
   c.arrived += p.arrived;
-  c.local += p.local;
+  c.local += p.local + CheckLink::held_everywhere();
   return c;
 }
 
@@ -72,8 +73,9 @@ int link_create(const LinkParams &params, std::unique_lock<std::mutex> &lock, st
   int rc = MPI_SUCCESS;
   if (g_active == TransportKind::kUcx) rc = ucx::create_link(params, lock, out);
   else if (g_active == TransportKind::kOfi) rc = ofi::create_link(params, lock, out);
-  if (rc != MPI_SUCCESS || *out) return rc;
-  *out = std::make_unique<PmpiLink>(params, g_config);
+  if (rc != MPI_SUCCESS) return rc;
+  if (!*out) *out = std::make_unique<PmpiLink>(params, g_config);
+  if (g_config.check_links) *out = std::make_unique<CheckLink>(std::move(*out));
   return MPI_SUCCESS;
 }
 
@@ -84,6 +86,7 @@ int transport_poll() {
 }
 
 bool transport_busy() {
+  if (CheckLink::held_everywhere() > 0) return true;
   if (g_active == TransportKind::kUcx) return ucx::busy();
   if (g_active == TransportKind::kOfi) return ofi::busy();
   return false;

@@ -69,10 +69,31 @@ class Link {
  public:
   virtual ~Link() = default;
 
+  // Payload lifetimes: the contract between a link and whoever sends.
+  //
+  // send_eager(..., done == nullptr): the link has read the payload, or
+  // copied it, when the call returns; the caller may overwrite or free it
+  // at once. done != nullptr: the link MAY keep the pointer and read the
+  // payload at any time until done->on_complete runs (UCX and libfabric do
+  // when the wire is busy: a "tied" send once kCopiesMax copies wait), so
+  // the bytes must stay valid and unchanged until then. Hence a caller
+  // passes done only with memory that lives as long as the operation: the
+  // application's buffer of a nonblocking send (MPI forbids touching it
+  // before completion), a blocking caller's buffer while it waits for
+  // done, or a copy owned by the request (Request::eager_copy). Scratch
+  // memory reused by the next send (the GPU path's bounce buffer, a packed
+  // copy on the stack) goes with done == nullptr, or becomes the request's
+  // own first: P2PComm::transmit does this for PayloadLife::kDuringCall.
+  // send_rendezvous: (buf, count, dtype) is read until done->on_complete;
+  // buffered sends are copied before the call returns (*pending = false).
+  // Every caller is listed in docs/DESIGN.md ("Payload lifetimes"); the
+  // checking link (MPIX_LINK_CHECK=defer, check_link.h) holds every
+  // completion-bearing eager payload and reads it only at completion, so a
+  // caller that breaks this delivers wrong bytes in tests, every time.
+  //
   // Sends an envelope followed by n contiguous payload bytes.
-  // done == nullptr: the payload may be reused once this returns. Else the
-  // link may keep reading it: *pending = true means done->on_complete
-  // follows (with the error, if any, in MPI_ERROR); false means finished.
+  // *pending = true means done->on_complete follows (with the error, if
+  // any, in MPI_ERROR); false means finished.
   // kFlagSyncAck in h (eager_sync() links only): done runs once matched.
   virtual int send_eager(int dest, const WireHeader &h, const void *payload, std::size_t n, Pending *done,
                          bool *pending) = 0;
@@ -109,6 +130,7 @@ struct TransportConfig {
   int landing_slots = 0;
   int verbose = 0;
   std::string ofi_provider = "auto";  // MPIX_OFI_PROVIDER
+  bool check_links = false;           // MPIX_LINK_CHECK=defer: links wrapped in a CheckLink
 };
 
 // MPI_Init: brings up the selected transport. An explicitly requested one

@@ -135,6 +135,11 @@ const ConfigVar kVars[] = {
     {"MPIX_DEVICE_PROXY_HOSTMEM", "0",
      "1: the proxy queue in plain host memory (host threads post: tests without a GPU)",
      [](const Config &c) { return num(c.device_proxy_hostmem); }},
+    {"MPIX_LINK_CHECK", "off",
+     "testing: defer: every eager send handed to the transport with a completion is held and its payload read "
+     "only at the next progress step, so code that reuses a send's memory before the send completed sends "
+     "wrong bytes every time instead of under load only; off: sends go straight to the transport",
+     [](const Config &c) { return word(c.link_check ? "defer" : "off"); }},
 };
 
 template <class T>
@@ -291,6 +296,8 @@ Config config_from_env(char *errors, int errors_len) {
   r.read("MPIX_GPU_MATCH_THRESHOLD", "0 .. 2^32",
          [&](const char *v) { return parse_int(v, 0, 1L << 32, &c.gpu_match_threshold); });
   read_device(c, r);
+  r.read("MPIX_LINK_CHECK", "off or defer",
+         [&](const char *v) { return parse_word(v, {"off", "defer"}, {false, true}, &c.link_check); });
   return c;
 }
 

@@ -43,6 +43,7 @@ struct Config {
   long device_proxy_inline;   // MPIX_DEVICE_PROXY_INLINE
   bool device_far_cells;      // MPIX_DEVICE_FAR_CELLS
   bool device_proxy_hostmem;  // MPIX_DEVICE_PROXY_HOSTMEM
+  bool link_check;            // MPIX_LINK_CHECK: off or defer
 };
 
 // A setting's value in force, as MPI_T control variables show it: a number,

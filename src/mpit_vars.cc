@@ -5,6 +5,7 @@
 #include "p2p/engine.h"
 #include "p2p/gpu_path.h"
 #include "p2p/region_batch.h"
+#include "p2p/staged_native.h"
 #include "progress/transport.h"
 #include "progress/wire.h"
 #include "runtime.h"
@@ -68,6 +69,10 @@ const Pvar kPvars[] = {
     {"mpix_gpu_pageable_chunks", kCounter,
      "staged chunks that went through pageable memory (no pinned slot: MPIX_GPU_PINNED_SLOTS)",
      &Sample::gpu_pageable},
+    {"mpix_gpu_native_staged", kCounter,
+     "device buffers of point-to-point calls on communicators the MPI library matches (not handled by mpix), "
+     "staged through host memory: one per send and per receive",
+     &Sample::gpu_native_staged},
     {"mpix_stream_ops_gpu", kCounter, "*_enqueue operations run by kernels on the GPU stream",
      &Sample::stream_gpu_run},
     {"mpix_stream_ops_host", kCounter, "*_enqueue operations driven by the host progress thread",
@@ -112,6 +117,7 @@ Sample sample_now() {
   s.gpu_staged = g.staged;
   s.gpu_host_rendezvous = g.host_rendezvous;
   s.gpu_pageable = g.pageable;
+  s.gpu_native_staged = p2p::staged_operations();
   s.stream_gpu_run = stream_stats().gpu_run.load(std::memory_order_relaxed);
   s.stream_host_driven = stream_stats().host_driven.load(std::memory_order_relaxed);
   s.malformed = progress::malformed_messages();

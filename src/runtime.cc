@@ -13,6 +13,7 @@
 #include "p2p/gpu_path.h"
 #include "p2p/liveness.h"
 #include "p2p/region_batch.h"
+#include "p2p/staged_native.h"
 #include "progress/immortal.h"
 #include "progress/thread.h"
 #include "progress/transport.h"
@@ -79,6 +80,9 @@ void print_statistics(const char *transport, const progress::TransportStats &t) 
                  g_runtime.world_rank, static_cast<unsigned long long>(g.eager), static_cast<unsigned long long>(g.ipc),
                  static_cast<unsigned long long>(g.staged), static_cast<unsigned long long>(g.host_rendezvous),
                  static_cast<unsigned long long>(g.pageable));
+  if (const std::uint64_t staged = p2p::staged_operations(); staged > 0)
+    std::fprintf(stderr, "[mpix] rank %d: device buffers staged on communicators the MPI library matches %llu\n",
+                 g_runtime.world_rank, static_cast<unsigned long long>(staged));
   const StreamStats &st = stream_stats();
   if (st.gpu_run + st.host_driven > 0)
     std::fprintf(stderr,
@@ -168,6 +172,7 @@ int runtime_start(int thread_provided, int thread_underlying) {
   transport.unexpected_limit = p2p_config.unexpected_limit;
   transport.landing_slots = p2p_config.landing_slots;
   transport.verbose = g_runtime.config.verbose;
+  transport.check_links = g_runtime.config.link_check;
   char why[256];
   rc = progress::transport_start(transport, why, sizeof why);
   if (rc != MPI_SUCCESS) {

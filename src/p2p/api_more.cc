@@ -12,7 +12,9 @@
 
 #include "api_common.h"
 #include "datatype.h"
+#include "gpu_pack.h"
 #include "src/visibility.h"
+#include "staged_native.h"
 
 using namespace mpix;
 using namespace mpix::p2p;
@@ -60,9 +62,13 @@ MPIX_INTERCEPT int MPI_Isendrecv(const void *sendbuf, int sendcount, MPI_Datatyp
   auto c = lookup(comm);
   if (c)
     if (int rc = check_pattern(comm, *c, source, recvtag, "MPI_Isendrecv")) return rc;
-  if (!c || !c->handled())
+  if (!c || !c->handled()) {
+    if (staged_buffer(sendbuf, sendcount, sendtype) || staged_buffer(recvbuf, recvcount, recvtype))
+      return staged_isendrecv(sendbuf, sendcount, sendtype, dest, sendtag, recvbuf, recvcount, recvtype, source,
+                              recvtag, comm, request);
     return PMPI_Isendrecv(sendbuf, sendcount, sendtype, dest, sendtag, recvbuf, recvcount, recvtype, source,
                           recvtag, comm, request);
+  }
   if (int cls = check_recv_args(*c, recvbuf, recvcount, recvtype, source, recvtag)) return raise_class(comm, cls);
   if (int cls = check_send_args(*c, sendbuf, sendcount, sendtype, dest, sendtag)) return raise_class(comm, cls);
   return start_pair(comm, c, sendbuf, sendcount, sendtype, dest, sendtag, recvbuf, recvcount, recvtype, source,
@@ -74,8 +80,11 @@ MPIX_INTERCEPT int MPI_Isendrecv_replace(void *buf, int count, MPI_Datatype dtyp
   auto c = lookup(comm);
   if (c)
     if (int rc = check_pattern(comm, *c, source, recvtag, "MPI_Isendrecv_replace")) return rc;
-  if (!c || !c->handled())
+  if (!c || !c->handled()) {
+    if (staged_buffer(buf, count, dtype))
+      return staged_isendrecv_replace(buf, count, dtype, dest, sendtag, source, recvtag, comm, request);
     return PMPI_Isendrecv_replace(buf, count, dtype, dest, sendtag, source, recvtag, comm, request);
+  }
   if (int cls = check_recv_args(*c, buf, count, dtype, source, recvtag)) return raise_class(comm, cls);
   if (int cls = check_send_args(*c, buf, count, dtype, dest, sendtag)) return raise_class(comm, cls);
   // The send half sends a packed copy, so the receive half may land in buf
@@ -84,8 +93,14 @@ MPIX_INTERCEPT int MPI_Isendrecv_replace(void *buf, int count, MPI_Datatype dtyp
   if (dest != MPI_PROC_NULL) PMPI_Pack_size(count, dtype, comm, &packed_size);
   auto scratch = std::make_unique<char[]>(static_cast<std::size_t>(packed_size) + 1);
   if (dest != MPI_PROC_NULL && packed_size > 0) {
-    const int packed = pack_bytes(buf, count, dtype, scratch.get(), packed_size, comm);
+    // From the device through host memory where buf lives there.
+    const Layout l = layout_of(dtype, count);
+    const int packed = staged_buffer(buf, count, dtype)
+                           ? pack_device(buf, count, dtype, l, device::query(buf).device, scratch.get(),
+                                         static_cast<std::size_t>(l.bytes), comm)
+                           : pack_bytes(buf, count, dtype, scratch.get(), packed_size, comm);
     if (packed != MPI_SUCCESS) return raise_class(comm, packed);
+    packed_size = static_cast<int>(l.bytes);
   }
   char *packed = scratch.get();
   return start_pair(comm, c, packed, packed_size, MPI_PACKED, dest, sendtag, buf, count, dtype, source, recvtag,
@@ -103,40 +118,50 @@ bool fits(MPI_Count n) { return n >= 0 && n <= INT_MAX; }
 }  // namespace
 
 // Large-count variants: handled communicators only take the int path.
-#define MPIX_LARGE_SEND(NAME, SMALL)                                                                     \
+#define MPIX_LARGE_SEND(NAME, SMALL, MODE)                                                               \
   MPIX_INTERCEPT int NAME(const void *buf, MPI_Count count, MPI_Datatype dtype, int dest, int tag,      \
                           MPI_Comm comm) {                                                             \
     auto c = lookup(comm);                                                                             \
-    if (!c || !c->handled()) return P##NAME(buf, count, dtype, dest, tag, comm);                       \
+    if (!c || !c->handled()) {                                                                         \
+      if (staged_buffer(buf, count, dtype)) return staged_send(MODE, buf, count, dtype, dest, tag, comm); \
+      return P##NAME(buf, count, dtype, dest, tag, comm);                                              \
+    }                                                                                                  \
     if (!fits(count)) return raise_class(comm, MPI_ERR_COUNT);                                         \
     return SMALL(buf, static_cast<int>(count), dtype, dest, tag, comm);                                \
   }
-#define MPIX_LARGE_ISEND(NAME, SMALL)                                                                    \
+#define MPIX_LARGE_ISEND(NAME, SMALL, MODE, PERSISTENT)                                                  \
   MPIX_INTERCEPT int NAME(const void *buf, MPI_Count count, MPI_Datatype dtype, int dest, int tag,      \
                           MPI_Comm comm, MPI_Request *request) {                                       \
     auto c = lookup(comm);                                                                             \
-    if (!c || !c->handled()) return P##NAME(buf, count, dtype, dest, tag, comm, request);              \
+    if (!c || !c->handled()) {                                                                         \
+      if (staged_buffer(buf, count, dtype))                                                            \
+        return staged_isend(MODE, buf, count, dtype, dest, tag, comm, PERSISTENT, request);            \
+      return P##NAME(buf, count, dtype, dest, tag, comm, request);                                     \
+    }                                                                                                  \
     if (!fits(count)) return raise_class(comm, MPI_ERR_COUNT);                                         \
     return SMALL(buf, static_cast<int>(count), dtype, dest, tag, comm, request);                       \
   }
 
-MPIX_LARGE_SEND(MPI_Send_c, MPI_Send)
-MPIX_LARGE_SEND(MPI_Ssend_c, MPI_Ssend)
-MPIX_LARGE_SEND(MPI_Bsend_c, MPI_Bsend)
-MPIX_LARGE_SEND(MPI_Rsend_c, MPI_Rsend)
-MPIX_LARGE_ISEND(MPI_Isend_c, MPI_Isend)
-MPIX_LARGE_ISEND(MPI_Issend_c, MPI_Issend)
-MPIX_LARGE_ISEND(MPI_Ibsend_c, MPI_Ibsend)
-MPIX_LARGE_ISEND(MPI_Irsend_c, MPI_Irsend)
-MPIX_LARGE_ISEND(MPI_Send_init_c, MPI_Send_init)
-MPIX_LARGE_ISEND(MPI_Ssend_init_c, MPI_Ssend_init)
-MPIX_LARGE_ISEND(MPI_Bsend_init_c, MPI_Bsend_init)
-MPIX_LARGE_ISEND(MPI_Rsend_init_c, MPI_Rsend_init)
+MPIX_LARGE_SEND(MPI_Send_c, MPI_Send, SendMode::kStandard)
+MPIX_LARGE_SEND(MPI_Ssend_c, MPI_Ssend, SendMode::kSync)
+MPIX_LARGE_SEND(MPI_Bsend_c, MPI_Bsend, SendMode::kBuffered)
+MPIX_LARGE_SEND(MPI_Rsend_c, MPI_Rsend, SendMode::kReady)
+MPIX_LARGE_ISEND(MPI_Isend_c, MPI_Isend, SendMode::kStandard, false)
+MPIX_LARGE_ISEND(MPI_Issend_c, MPI_Issend, SendMode::kSync, false)
+MPIX_LARGE_ISEND(MPI_Ibsend_c, MPI_Ibsend, SendMode::kBuffered, false)
+MPIX_LARGE_ISEND(MPI_Irsend_c, MPI_Irsend, SendMode::kReady, false)
+MPIX_LARGE_ISEND(MPI_Send_init_c, MPI_Send_init, SendMode::kStandard, true)
+MPIX_LARGE_ISEND(MPI_Ssend_init_c, MPI_Ssend_init, SendMode::kSync, true)
+MPIX_LARGE_ISEND(MPI_Bsend_init_c, MPI_Bsend_init, SendMode::kBuffered, true)
+MPIX_LARGE_ISEND(MPI_Rsend_init_c, MPI_Rsend_init, SendMode::kReady, true)
 
 MPIX_INTERCEPT int MPI_Recv_c(void *buf, MPI_Count count, MPI_Datatype dtype, int source, int tag, MPI_Comm comm,
                               MPI_Status *status) {
   auto c = lookup(comm);
-  if (!c || !c->handled()) return PMPI_Recv_c(buf, count, dtype, source, tag, comm, status);
+  if (!c || !c->handled()) {
+    if (staged_buffer(buf, count, dtype)) return staged_recv(buf, count, dtype, source, tag, comm, status);
+    return PMPI_Recv_c(buf, count, dtype, source, tag, comm, status);
+  }
   if (!fits(count)) return raise_class(comm, MPI_ERR_COUNT);
   return MPI_Recv(buf, static_cast<int>(count), dtype, source, tag, comm, status);
 }
@@ -144,7 +169,10 @@ MPIX_INTERCEPT int MPI_Recv_c(void *buf, MPI_Count count, MPI_Datatype dtype, in
 MPIX_INTERCEPT int MPI_Irecv_c(void *buf, MPI_Count count, MPI_Datatype dtype, int source, int tag, MPI_Comm comm,
                                MPI_Request *request) {
   auto c = lookup(comm);
-  if (!c || !c->handled()) return PMPI_Irecv_c(buf, count, dtype, source, tag, comm, request);
+  if (!c || !c->handled()) {
+    if (staged_buffer(buf, count, dtype)) return staged_irecv(buf, count, dtype, source, tag, comm, false, request);
+    return PMPI_Irecv_c(buf, count, dtype, source, tag, comm, request);
+  }
   if (!fits(count)) return raise_class(comm, MPI_ERR_COUNT);
   return MPI_Irecv(buf, static_cast<int>(count), dtype, source, tag, comm, request);
 }
@@ -152,7 +180,10 @@ MPIX_INTERCEPT int MPI_Irecv_c(void *buf, MPI_Count count, MPI_Datatype dtype, i
 MPIX_INTERCEPT int MPI_Recv_init_c(void *buf, MPI_Count count, MPI_Datatype dtype, int source, int tag,
                                    MPI_Comm comm, MPI_Request *request) {
   auto c = lookup(comm);
-  if (!c || !c->handled()) return PMPI_Recv_init_c(buf, count, dtype, source, tag, comm, request);
+  if (!c || !c->handled()) {
+    if (staged_buffer(buf, count, dtype)) return staged_irecv(buf, count, dtype, source, tag, comm, true, request);
+    return PMPI_Recv_init_c(buf, count, dtype, source, tag, comm, request);
+  }
   if (!fits(count)) return raise_class(comm, MPI_ERR_COUNT);
   return MPI_Recv_init(buf, static_cast<int>(count), dtype, source, tag, comm, request);
 }
@@ -161,9 +192,13 @@ MPIX_INTERCEPT int MPI_Sendrecv_c(const void *sendbuf, MPI_Count sendcount, MPI_
                                   int sendtag, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype,
                                   int source, int recvtag, MPI_Comm comm, MPI_Status *status) {
   auto c = lookup(comm);
-  if (!c || !c->handled())
+  if (!c || !c->handled()) {
+    if (staged_buffer(sendbuf, sendcount, sendtype) || staged_buffer(recvbuf, recvcount, recvtype))
+      return staged_sendrecv(sendbuf, sendcount, sendtype, dest, sendtag, recvbuf, recvcount, recvtype, source,
+                             recvtag, comm, status);
     return PMPI_Sendrecv_c(sendbuf, sendcount, sendtype, dest, sendtag, recvbuf, recvcount, recvtype, source,
                            recvtag, comm, status);
+  }
   if (!fits(sendcount) || !fits(recvcount)) return raise_class(comm, MPI_ERR_COUNT);
   return MPI_Sendrecv(sendbuf, static_cast<int>(sendcount), sendtype, dest, sendtag, recvbuf,
                       static_cast<int>(recvcount), recvtype, source, recvtag, comm, status);
@@ -172,8 +207,11 @@ MPIX_INTERCEPT int MPI_Sendrecv_c(const void *sendbuf, MPI_Count sendcount, MPI_
 MPIX_INTERCEPT int MPI_Sendrecv_replace_c(void *buf, MPI_Count count, MPI_Datatype dtype, int dest, int sendtag,
                                           int source, int recvtag, MPI_Comm comm, MPI_Status *status) {
   auto c = lookup(comm);
-  if (!c || !c->handled())
+  if (!c || !c->handled()) {
+    if (staged_buffer(buf, count, dtype))
+      return staged_sendrecv_replace(buf, count, dtype, dest, sendtag, source, recvtag, comm, status);
     return PMPI_Sendrecv_replace_c(buf, count, dtype, dest, sendtag, source, recvtag, comm, status);
+  }
   if (!fits(count)) return raise_class(comm, MPI_ERR_COUNT);
   return MPI_Sendrecv_replace(buf, static_cast<int>(count), dtype, dest, sendtag, source, recvtag, comm, status);
 }
@@ -186,9 +224,13 @@ MPIX_INTERCEPT int MPI_Isendrecv_c(const void *sendbuf, MPI_Count sendcount, MPI
                                    int sendtag, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype,
                                    int source, int recvtag, MPI_Comm comm, MPI_Request *request) {
   auto c = lookup(comm);
-  if (!c || !c->handled())
+  if (!c || !c->handled()) {
+    if (staged_buffer(sendbuf, sendcount, sendtype) || staged_buffer(recvbuf, recvcount, recvtype))
+      return staged_isendrecv(sendbuf, sendcount, sendtype, dest, sendtag, recvbuf, recvcount, recvtype, source,
+                              recvtag, comm, request);
     return PMPI_Isendrecv_c(sendbuf, sendcount, sendtype, dest, sendtag, recvbuf, recvcount, recvtype, source,
                             recvtag, comm, request);
+  }
   if (!fits(sendcount) || !fits(recvcount)) return raise_class(comm, MPI_ERR_COUNT);
   return MPI_Isendrecv(sendbuf, static_cast<int>(sendcount), sendtype, dest, sendtag, recvbuf,
                        static_cast<int>(recvcount), recvtype, source, recvtag, comm, request);
@@ -197,8 +239,11 @@ MPIX_INTERCEPT int MPI_Isendrecv_c(const void *sendbuf, MPI_Count sendcount, MPI
 MPIX_INTERCEPT int MPI_Isendrecv_replace_c(void *buf, MPI_Count count, MPI_Datatype dtype, int dest, int sendtag,
                                            int source, int recvtag, MPI_Comm comm, MPI_Request *request) {
   auto c = lookup(comm);
-  if (!c || !c->handled())
+  if (!c || !c->handled()) {
+    if (staged_buffer(buf, count, dtype))
+      return staged_isendrecv_replace(buf, count, dtype, dest, sendtag, source, recvtag, comm, request);
     return PMPI_Isendrecv_replace_c(buf, count, dtype, dest, sendtag, source, recvtag, comm, request);
+  }
   if (!fits(count)) return raise_class(comm, MPI_ERR_COUNT);
   return MPI_Isendrecv_replace(buf, static_cast<int>(count), dtype, dest, sendtag, source, recvtag, comm, request);
 }
@@ -207,12 +252,14 @@ MPIX_INTERCEPT int MPI_Isendrecv_replace_c(void *buf, MPI_Count count, MPI_Datat
 MPIX_INTERCEPT int MPI_Mrecv_c(void *buf, MPI_Count count, MPI_Datatype dtype, MPI_Message *message,
                                MPI_Status *status) {
   if (fits(count)) return MPI_Mrecv(buf, static_cast<int>(count), dtype, message, status);
+  if (staged_buffer(buf, count, dtype)) return staged_mrecv(buf, count, dtype, message, status);
   return PMPI_Mrecv_c(buf, count, dtype, message, status);
 }
 
 MPIX_INTERCEPT int MPI_Imrecv_c(void *buf, MPI_Count count, MPI_Datatype dtype, MPI_Message *message,
                                 MPI_Request *request) {
   if (fits(count)) return MPI_Imrecv(buf, static_cast<int>(count), dtype, message, request);
+  if (staged_buffer(buf, count, dtype)) return staged_imrecv(buf, count, dtype, message, request);
   return PMPI_Imrecv_c(buf, count, dtype, message, request);
 }
 

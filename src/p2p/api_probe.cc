@@ -7,6 +7,7 @@
 #include "api_common.h"
 #include "progress/immortal.h"
 #include "src/visibility.h"
+#include "staged_native.h"
 
 using namespace mpix;
 using namespace mpix::p2p;
@@ -142,6 +143,18 @@ MPIX_INTERCEPT int MPI_Mprobe(int source, int tag, MPI_Comm comm, MPI_Message *m
 
 namespace {
 
+// Messages of the MPI library: straight to it, device buffers staged
+// (staged_native.h).
+int pass_mrecv(void *buf, int count, MPI_Datatype dtype, MPI_Message *message, MPI_Status *status) {
+  if (staged_buffer(buf, count, dtype)) return staged_mrecv(buf, count, dtype, message, status);
+  return PMPI_Mrecv(buf, count, dtype, message, status);
+}
+
+int pass_imrecv(void *buf, int count, MPI_Datatype dtype, MPI_Message *message, MPI_Request *request) {
+  if (staged_buffer(buf, count, dtype)) return staged_imrecv(buf, count, dtype, message, request);
+  return PMPI_Imrecv(buf, count, dtype, message, request);
+}
+
 // Starts the delivery of a message taken by Mprobe into r.
 int start_matched(Request *r, Message &m) {
   auto c = m.comm.lock();
@@ -155,12 +168,12 @@ int start_matched(Request *r, Message &m) {
 }  // namespace
 
 MPIX_INTERCEPT int MPI_Mrecv(void *buf, int count, MPI_Datatype dtype, MPI_Message *message, MPI_Status *status) {
-  if (message == nullptr || CommTable::empty()) return PMPI_Mrecv(buf, count, dtype, message, status);
+  if (message == nullptr || CommTable::empty()) return pass_mrecv(buf, count, dtype, message, status);
   auto lock = engine_lock();
   std::unique_ptr<Message> m = claim_message(*message);
   if (!m) {
     lock.unlock();
-    return PMPI_Mrecv(buf, count, dtype, message, status);
+    return pass_mrecv(buf, count, dtype, message, status);
   }
   *message = MPI_MESSAGE_NULL;
   Request r;
@@ -181,12 +194,12 @@ MPIX_INTERCEPT int MPI_Mrecv(void *buf, int count, MPI_Datatype dtype, MPI_Messa
 
 MPIX_INTERCEPT int MPI_Imrecv(void *buf, int count, MPI_Datatype dtype, MPI_Message *message,
                               MPI_Request *request) {
-  if (message == nullptr || CommTable::empty()) return PMPI_Imrecv(buf, count, dtype, message, request);
+  if (message == nullptr || CommTable::empty()) return pass_imrecv(buf, count, dtype, message, request);
   auto lock = engine_lock();
   std::unique_ptr<Message> m = claim_message(*message);
   if (!m) {
     lock.unlock();
-    return PMPI_Imrecv(buf, count, dtype, message, request);
+    return pass_imrecv(buf, count, dtype, message, request);
   }
   *message = MPI_MESSAGE_NULL;
   Request *r = request_create(ReqKind::kRecv);

@@ -4,7 +4,9 @@
 
 #include "api_common.h"
 #include "datatype.h"
+#include "gpu_pack.h"
 #include "src/visibility.h"
+#include "staged_native.h"
 
 using namespace mpix;
 using namespace mpix::p2p;
@@ -74,6 +76,37 @@ int check_recv(MPI_Comm comm, const P2PComm &c, void *buf, int count, MPI_Dataty
   return MPI_SUCCESS;
 }
 
+// Communicators the MPI library matches: straight to it, device buffers
+// staged (staged_native.h).
+int pass_recv(void *buf, int count, MPI_Datatype dtype, int source, int tag, MPI_Comm comm, MPI_Status *status) {
+  if (staged_buffer(buf, count, dtype)) return staged_recv(buf, count, dtype, source, tag, comm, status);
+  return PMPI_Recv(buf, count, dtype, source, tag, comm, status);
+}
+
+int pass_irecv(void *buf, int count, MPI_Datatype dtype, int source, int tag, MPI_Comm comm, bool persistent,
+               MPI_Request *request) {
+  if (staged_buffer(buf, count, dtype))
+    return staged_irecv(buf, count, dtype, source, tag, comm, persistent, request);
+  if (persistent) return PMPI_Recv_init(buf, count, dtype, source, tag, comm, request);
+  return PMPI_Irecv(buf, count, dtype, source, tag, comm, request);
+}
+
+int pass_sendrecv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, int dest, int sendtag, void *recvbuf,
+                  int recvcount, MPI_Datatype recvtype, int source, int recvtag, MPI_Comm comm, MPI_Status *status) {
+  if (staged_buffer(sendbuf, sendcount, sendtype) || staged_buffer(recvbuf, recvcount, recvtype))
+    return staged_sendrecv(sendbuf, sendcount, sendtype, dest, sendtag, recvbuf, recvcount, recvtype, source,
+                           recvtag, comm, status);
+  return PMPI_Sendrecv(sendbuf, sendcount, sendtype, dest, sendtag, recvbuf, recvcount, recvtype, source, recvtag,
+                       comm, status);
+}
+
+int pass_sendrecv_replace(void *buf, int count, MPI_Datatype dtype, int dest, int sendtag, int source, int recvtag,
+                          MPI_Comm comm, MPI_Status *status) {
+  if (staged_buffer(buf, count, dtype))
+    return staged_sendrecv_replace(buf, count, dtype, dest, sendtag, source, recvtag, comm, status);
+  return PMPI_Sendrecv_replace(buf, count, dtype, dest, sendtag, source, recvtag, comm, status);
+}
+
 int make_recv_request(void *buf, int count, MPI_Datatype dtype, int source, int tag, MPI_Comm comm,
                       const std::shared_ptr<P2PComm> &c, bool persistent, MPI_Request *request) {
   if (request == nullptr) return raise_class(comm, MPI_ERR_REQUEST);
@@ -99,9 +132,9 @@ int make_recv_request(void *buf, int count, MPI_Datatype dtype, int source, int 
 MPIX_INTERCEPT int MPI_Recv(void *buf, int count, MPI_Datatype dtype, int source, int tag, MPI_Comm comm,
                             MPI_Status *status) {
   auto c = lookup(comm);
-  if (!c) return PMPI_Recv(buf, count, dtype, source, tag, comm, status);
+  if (!c) return pass_recv(buf, count, dtype, source, tag, comm, status);
   if (int rc = check_recv(comm, *c, buf, count, dtype, source, tag, "MPI_Recv")) return rc;
-  if (!c->handled()) return PMPI_Recv(buf, count, dtype, source, tag, comm, status);
+  if (!c->handled()) return pass_recv(buf, count, dtype, source, tag, comm, status);
   if (source == MPI_PROC_NULL) {
     status_fill(status, MPI_PROC_NULL, MPI_ANY_TAG, -1, 0, false);
     return MPI_SUCCESS;
@@ -115,18 +148,18 @@ MPIX_INTERCEPT int MPI_Recv(void *buf, int count, MPI_Datatype dtype, int source
 MPIX_INTERCEPT int MPI_Irecv(void *buf, int count, MPI_Datatype dtype, int source, int tag, MPI_Comm comm,
                              MPI_Request *request) {
   auto c = lookup(comm);
-  if (!c) return PMPI_Irecv(buf, count, dtype, source, tag, comm, request);
+  if (!c) return pass_irecv(buf, count, dtype, source, tag, comm, false, request);
   if (int rc = check_recv(comm, *c, buf, count, dtype, source, tag, "MPI_Irecv")) return rc;
-  if (!c->handled()) return PMPI_Irecv(buf, count, dtype, source, tag, comm, request);
+  if (!c->handled()) return pass_irecv(buf, count, dtype, source, tag, comm, false, request);
   return make_recv_request(buf, count, dtype, source, tag, comm, c, false, request);
 }
 
 MPIX_INTERCEPT int MPI_Recv_init(void *buf, int count, MPI_Datatype dtype, int source, int tag, MPI_Comm comm,
                                  MPI_Request *request) {
   auto c = lookup(comm);
-  if (!c) return PMPI_Recv_init(buf, count, dtype, source, tag, comm, request);
+  if (!c) return pass_irecv(buf, count, dtype, source, tag, comm, true, request);
   if (int rc = check_recv(comm, *c, buf, count, dtype, source, tag, "MPI_Recv_init")) return rc;
-  if (!c->handled()) return PMPI_Recv_init(buf, count, dtype, source, tag, comm, request);
+  if (!c->handled()) return pass_irecv(buf, count, dtype, source, tag, comm, true, request);
   return make_recv_request(buf, count, dtype, source, tag, comm, c, true, request);
 }
 
@@ -135,11 +168,11 @@ MPIX_INTERCEPT int MPI_Sendrecv(const void *sendbuf, int sendcount, MPI_Datatype
                                 MPI_Comm comm, MPI_Status *status) {
   auto c = lookup(comm);
   if (!c)
-    return PMPI_Sendrecv(sendbuf, sendcount, sendtype, dest, sendtag, recvbuf, recvcount, recvtype, source,
+    return pass_sendrecv(sendbuf, sendcount, sendtype, dest, sendtag, recvbuf, recvcount, recvtype, source,
                          recvtag, comm, status);
   if (int rc = check_recv(comm, *c, recvbuf, recvcount, recvtype, source, recvtag, "MPI_Sendrecv")) return rc;
   if (!c->handled())
-    return PMPI_Sendrecv(sendbuf, sendcount, sendtype, dest, sendtag, recvbuf, recvcount, recvtype, source,
+    return pass_sendrecv(sendbuf, sendcount, sendtype, dest, sendtag, recvbuf, recvcount, recvtype, source,
                          recvtag, comm, status);
   if (int cls = check_send_args(*c, sendbuf, sendcount, sendtype, dest, sendtag)) return raise_class(comm, cls);
   auto lock = engine_lock();
@@ -174,9 +207,9 @@ MPIX_INTERCEPT int MPI_Sendrecv(const void *sendbuf, int sendcount, MPI_Datatype
 MPIX_INTERCEPT int MPI_Sendrecv_replace(void *buf, int count, MPI_Datatype dtype, int dest, int sendtag,
                                         int source, int recvtag, MPI_Comm comm, MPI_Status *status) {
   auto c = lookup(comm);
-  if (!c) return PMPI_Sendrecv_replace(buf, count, dtype, dest, sendtag, source, recvtag, comm, status);
+  if (!c) return pass_sendrecv_replace(buf, count, dtype, dest, sendtag, source, recvtag, comm, status);
   if (int rc = check_recv(comm, *c, buf, count, dtype, source, recvtag, "MPI_Sendrecv_replace")) return rc;
-  if (!c->handled()) return PMPI_Sendrecv_replace(buf, count, dtype, dest, sendtag, source, recvtag, comm, status);
+  if (!c->handled()) return pass_sendrecv_replace(buf, count, dtype, dest, sendtag, source, recvtag, comm, status);
   if (int cls = check_send_args(*c, buf, count, dtype, dest, sendtag)) return raise_class(comm, cls);
   // Receive into packed scratch (any send type may be received as
   // MPI_PACKED), send from buf, then unpack over buf.
@@ -190,9 +223,8 @@ MPIX_INTERCEPT int MPI_Sendrecv_replace(void *buf, int count, MPI_Datatype dtype
   MPI_Count bytes = 0;
   PMPI_Get_elements_x(&st, MPI_BYTE, &bytes);
   if (source != MPI_PROC_NULL && bytes > 0) {
-    const Layout l = layout_of(dtype, count);
-    const int elements = l.type_size > 0 ? static_cast<int>(bytes / l.type_size) : 0;
-    const int unpacked = unpack_bytes(scratch.data(), static_cast<int>(bytes), buf, elements, dtype, comm);
+    // buf may be device memory (the send above read it through the GPU path).
+    const int unpacked = unpack_anywhere(scratch.data(), static_cast<std::size_t>(bytes), buf, count, dtype, comm);
     if (unpacked != MPI_SUCCESS) return raise_class(comm, unpacked);
   }
   if (status != MPI_STATUS_IGNORE) *status = st;

@@ -1,7 +1,8 @@
 // Intercepted sends: MPI_Send/Isend/Ssend/Issend/Bsend/Ibsend/Rsend/Irsend
 // and their persistent forms. Communicators mpix does not handle go straight
-// to PMPI.
+// to PMPI (device buffers there staged through host memory: staged_native.h).
 #include "api_common.h"
+#include "staged_native.h"
 #include "src/visibility.h"
 
 using namespace mpix;
@@ -47,14 +48,21 @@ int make_send_request(const void *buf, int count, MPI_Datatype dtype, int dest, 
   MPIX_INTERCEPT int NAME(const void *buf, int count, MPI_Datatype dtype, int dest, int tag,       \
                           MPI_Comm comm) {                                                         \
     auto c = lookup(comm);                                                                         \
-    if (!c || !c->handled()) return P##NAME(buf, count, dtype, dest, tag, comm);                   \
+    if (!c || !c->handled()) {                                                                     \
+      if (staged_buffer(buf, count, dtype)) return staged_send(MODE, buf, count, dtype, dest, tag, comm); \
+      return P##NAME(buf, count, dtype, dest, tag, comm);                                          \
+    }                                                                                              \
     return blocking_send(buf, count, dtype, dest, tag, comm, c, MODE);                             \
   }
 #define MPIX_REQUEST_SEND(NAME, MODE, PERSISTENT)                                                  \
   MPIX_INTERCEPT int NAME(const void *buf, int count, MPI_Datatype dtype, int dest, int tag,       \
                           MPI_Comm comm, MPI_Request *request) {                                   \
     auto c = lookup(comm);                                                                         \
-    if (!c || !c->handled()) return P##NAME(buf, count, dtype, dest, tag, comm, request);          \
+    if (!c || !c->handled()) {                                                                     \
+      if (staged_buffer(buf, count, dtype))                                                        \
+        return staged_isend(MODE, buf, count, dtype, dest, tag, comm, PERSISTENT, request);        \
+      return P##NAME(buf, count, dtype, dest, tag, comm, request);                                 \
+    }                                                                                              \
     return make_send_request(buf, count, dtype, dest, tag, comm, c, MODE, PERSISTENT, request);    \
   }
 

@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "api_common.h"
+#include "staged_native.h"
 #include "src/visibility.h"
 
 using namespace mpix;
@@ -13,7 +14,13 @@ namespace {
 
 bool inactive(const Request *r) { return r->persistent && !r->active; }
 
-MPI_Comm error_comm(const Request *r) { return r->comm ? r->comm->user() : MPI_COMM_SELF; }
+MPI_Comm error_comm(const Request *r) {
+  if (r->staged) return staged_comm(r);
+  return r->comm ? r->comm->user() : MPI_COMM_SELF;
+}
+
+// Raises a concluded request's error unless its handler ran already.
+int report(MPI_Comm comm, int rc, bool raised) { return rc == MPI_SUCCESS || raised ? rc : raise_class(comm, rc); }
 
 // Hands a finished request back to the application: status, and the handle
 // becomes MPI_REQUEST_NULL (or, persistent, inactive). Returns its error.
@@ -117,9 +124,10 @@ MPIX_INTERCEPT int MPI_Wait(MPI_Request *request, MPI_Status *status) {
   }
   while (!r->done()) progress_wait(lock);
   const MPI_Comm comm = error_comm(r);
+  const bool raised = r->error_raised;
   const int rc = conclude(r, request, status);
   lock.unlock();
-  return rc == MPI_SUCCESS ? rc : raise_class(comm, rc);
+  return report(comm, rc, raised);
 }
 
 MPIX_INTERCEPT int MPI_Test(MPI_Request *request, int *flag, MPI_Status *status) {
@@ -140,9 +148,10 @@ MPIX_INTERCEPT int MPI_Test(MPI_Request *request, int *flag, MPI_Status *status)
   *flag = r->done();
   if (!*flag) return MPI_SUCCESS;
   const MPI_Comm comm = error_comm(r);
+  const bool raised = r->error_raised;
   const int rc = conclude(r, request, status);
   lock.unlock();
-  return rc == MPI_SUCCESS ? rc : raise_class(comm, rc);
+  return report(comm, rc, raised);
 }
 
 MPIX_INTERCEPT int MPI_Waitall(int count, MPI_Request reqs[], MPI_Status statuses[]) {
@@ -411,6 +420,10 @@ MPIX_INTERCEPT int MPI_Cancel(MPI_Request *request) {
   }
   // Receives still waiting in the matcher are withdrawn; anything already
   // matched, and sends, complete normally (MPI_Test_cancelled says false).
+  if (r->staged) {
+    if (r->active && !r->complete) staged_cancel(r);  // completes as cancelled, or normally
+    return MPI_SUCCESS;
+  }
   if (r->kind == ReqKind::kRecv && r->active && !r->complete && r->comm) r->comm->cancel(r);
   return MPI_SUCCESS;
 }
@@ -423,6 +436,8 @@ int start_one(Request *r) {
   r->complete = false;
   r->st_cancelled = false;
   r->st_error = MPI_SUCCESS;
+  r->error_raised = false;
+  if (r->staged) return staged_start(r);
   if (r->peer == MPI_PROC_NULL) {
     r->comm->op_started();
     r->finish(MPI_PROC_NULL, MPI_ANY_TAG, MPI_SUCCESS, 0);
@@ -441,10 +456,13 @@ MPIX_INTERCEPT int MPI_Start(MPI_Request *request) {
     lock.unlock();
     return PMPI_Start(request);
   }
+  // A staged start reports its own failures (start_one's MPI_ERR_REQUEST
+  // for a request already active is raised here).
+  const bool raised = r->staged != nullptr && !r->active;
   const int rc = start_one(r);
   const MPI_Comm comm = error_comm(r);
   lock.unlock();
-  return rc == MPI_SUCCESS ? rc : raise_class(comm, rc);
+  return report(comm, rc, raised);
 }
 
 MPIX_INTERCEPT int MPI_Startall(int count, MPI_Request reqs[]) {

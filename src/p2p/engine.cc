@@ -513,7 +513,7 @@ int P2PComm::start_send(Request *r) {
 }
 
 int P2PComm::transmit(const void *buf, int count, MPI_Datatype dtype, int dest, int tag, SendMode mode,
-                      Request *r, std::unique_lock<std::mutex> *lock) {
+                      Request *r, std::unique_lock<std::mutex> *lock, PayloadLife life) {
   int gpu_rc = MPI_SUCCESS;
   if (gpu_transmit(*this, buf, count, dtype, dest, tag, mode, r, lock, &gpu_rc)) return gpu_rc;
   const Layout l = layout_of(dtype, count);
@@ -550,11 +550,23 @@ int P2PComm::transmit(const void *buf, int count, MPI_Datatype dtype, int dest, 
       payload = packed.get();
     }
     if (sync) h.flags |= progress::kFlagSyncAck;
-    // A buffered send is complete once the link took a copy; a packed
-    // payload must stay alive as long as the link may read it.
+    // Who completes the send. A buffered send is complete once the link
+    // took its copy, and so is a blocking one (a link may wait for the wire
+    // then); a nonblocking send must not wait, so its request is the
+    // completion, and a synchronous send's completion is the match.
     progress::Pending *done = nullptr;
     if (sync) done = r != nullptr ? static_cast<progress::Pending *>(r) : &waiter;
-    else if (r != nullptr && mode != SendMode::kBuffered && !packed) done = r;
+    else if (r != nullptr && mode != SendMode::kBuffered) done = r;
+    // A link may read a payload handed over with a completion until that
+    // completion runs (progress/transport.h): scratch bytes that the next
+    // send overwrites (another thread's, while a blocking caller waits) are
+    // copied first, and a copy (packed or scratch) then belongs to the
+    // request.
+    if (done != nullptr && life == PayloadLife::kDuringCall && !packed && bytes > 0) {
+      packed = std::make_unique<char[]>(bytes);
+      std::memcpy(packed.get(), payload, bytes);
+      payload = packed.get();
+    }
     bool pending = false;
     const int rc = link_->send_eager(dest, h, payload, bytes, done, &pending);
     if (pending && packed && r != nullptr) r->eager_copy = std::move(packed);
@@ -565,9 +577,22 @@ int P2PComm::transmit(const void *buf, int count, MPI_Datatype dtype, int dest, 
   // library) until the receiver matched and pulls it.
   h.kind = kRendezvous;
   h.data_tag = next_data_tag(dest);
+  // A buffered send's link copies at once; any other keeps reading until
+  // its completion, which a blocking send waits for here, but a request
+  // outlives a scratch payload: it gets a copy of its own.
+  std::unique_ptr<char[]> owned;
+  if (life == PayloadLife::kDuringCall && mode != SendMode::kBuffered && r != nullptr && bytes > 0) {
+    owned = std::make_unique<char[]>(bytes);
+    const int rc = pack_bytes(buf, count, dtype, owned.get(), static_cast<int>(bytes), ctrl_);
+    if (rc != MPI_SUCCESS) return finish_send(rc, false);
+    buf = owned.get();
+    count = static_cast<int>(bytes);
+    dtype = MPI_PACKED;
+  }
   bool pending = false;
   const int rc = link_->send_rendezvous(dest, h, buf, count, dtype, mode,
                                         r != nullptr ? static_cast<progress::Pending *>(r) : &waiter, &pending);
+  if (pending && owned) r->eager_copy = std::move(owned);
   return finish_send(rc, pending);
 }
 

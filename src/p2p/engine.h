@@ -66,6 +66,14 @@ struct Message {
 struct MatchTotals;
 MatchTotals match_totals();
 
+// How long the bytes a send names stay valid. kUntilComplete: the
+// application's buffer, which MPI leaves alone until the send completes.
+// kDuringCall: a scratch copy of mpix's own (the GPU path's bounce buffer)
+// that the next send may overwrite as soon as this call returns; nothing
+// may read it later, so the engine never hands it to a link with a
+// completion.
+enum class PayloadLife : std::uint8_t { kUntilComplete, kDuringCall };
+
 class P2PComm final : public CommState, public progress::ArrivalSink, public std::enable_shared_from_this<P2PComm> {
  public:
   // A communicator whose assertions are only recorded (MPI_Comm_set_info):
@@ -168,8 +176,10 @@ class P2PComm final : public CommState, public progress::ArrivalSink, public std
   void unexpected_consumed(const Message &m);
   std::uint64_t capacity_bytes(const Request *r) const;
   // Eager or rendezvous send; r == nullptr for blocking sends (lock given).
+  // life: how long (buf, count, dtype) stays valid (progress/transport.h,
+  // "Payload lifetimes").
   int transmit(const void *buf, int count, MPI_Datatype dtype, int dest, int tag, SendMode mode, Request *r,
-               std::unique_lock<std::mutex> *lock);
+               std::unique_lock<std::mutex> *lock, PayloadLife life = PayloadLife::kUntilComplete);
 
   std::atomic<unsigned> hint_bits_{0};
   std::atomic<bool> region_open_{false};

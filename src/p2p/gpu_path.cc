@@ -18,6 +18,7 @@
 #include "device/memtype.h"
 #include "engine.h"
 #include "gpu_cache.h"
+#include "gpu_pack.h"
 #include "gpu_tags.h"
 #include "gpu_wire.h"
 #include "progress/immortal.h"
@@ -30,9 +31,10 @@ struct GpuAccess {
   static MPI_Comm ctrl(const P2PComm &c) { return c.ctrl_; }
   static MPI_Comm data(const P2PComm &c) { return c.data_; }
   static int next_data_tag(P2PComm &c, int dest) { return c.next_data_tag(dest); }
-  static int transmit(P2PComm &c, const void *buf, int count, MPI_Datatype dtype, int dest, int tag, SendMode mode,
-                      Request *r, std::unique_lock<std::mutex> *lock) {
-    return c.transmit(buf, count, dtype, dest, tag, mode, r, lock);
+  // Sends bytes of a scratch buffer that the next send reuses.
+  static int transmit_scratch(P2PComm &c, const char *bytes, std::size_t n, int dest, int tag, SendMode mode,
+                              Request *r, std::unique_lock<std::mutex> *lock) {
+    return c.transmit(bytes, static_cast<int>(n), MPI_BYTE, dest, tag, mode, r, lock, PayloadLife::kDuringCall);
   }
   // The envelope of a GPU rendezvous, in order with the communicator's
   // other messages (the transport's), descriptor after it.
@@ -92,84 +94,6 @@ std::uint64_t node_identity() {
     h = fnv(h, id, n);
   }
   return h;
-}
-
-int cuda_error(int err, const char *what) {
-  if (err == device::kErrNoCuda) return error_code(Err::kDeviceBufferNoCuda);
-  std::fprintf(stderr, "[mpix] GPU %s failed: %s\n", what, device::error_string(err));
-  return MPI_ERR_OTHER;
-}
-
-// Memory a typed buffer touches: [lb, lb + bytes) relative to buf.
-struct Extent {
-  MPI_Aint lb = 0;
-  std::size_t bytes = 0;
-};
-
-Extent extent_of(MPI_Datatype dtype, int count) {
-  MPI_Count true_lb = 0, true_extent = 0, lb = 0, extent = 0;
-  PMPI_Type_get_true_extent_x(dtype, &true_lb, &true_extent);
-  PMPI_Type_get_extent_x(dtype, &lb, &extent);
-  Extent e;
-  if (count <= 0) return e;
-  MPI_Count first = true_lb, last = true_lb + true_extent;
-  const MPI_Count shift = static_cast<MPI_Count>(count - 1) * extent;
-  if (shift < 0) first += shift;
-  else last += shift;
-  e.lb = static_cast<MPI_Aint>(first);
-  e.bytes = static_cast<std::size_t>(last - first);
-  return e;
-}
-
-char *at(const void *buf, MPI_Aint off) {
-  return reinterpret_cast<char *>(reinterpret_cast<std::intptr_t>(buf) + off);
-}
-
-// Packs `bytes` bytes of (buf, count, dtype) on device `dev` into host `out`.
-int pack_device(const void *buf, int count, MPI_Datatype dtype, const Layout &l, int dev, char *out,
-                std::size_t bytes, MPI_Comm comm) {
-  if (bytes == 0) return MPI_SUCCESS;
-  if (l.contiguous) {
-    const int err = device::copy_sync(out, at(buf, l.true_lb), bytes, dev);
-    return err ? cuda_error(err, "copy to host") : MPI_SUCCESS;
-  }
-  // A host image of the extent, packed by the MPI library as usual.
-  const Extent e = extent_of(dtype, count);
-  auto image = std::make_unique<char[]>(e.bytes);
-  const int err = device::copy_sync(image.get(), at(buf, e.lb), e.bytes, dev);
-  if (err) return cuda_error(err, "copy to host");
-  return pack_bytes(at(image.get(), -e.lb), count, dtype, out, static_cast<int>(bytes), comm);
-}
-
-// Writes n packed bytes into a receive buffer anywhere.
-int unpack_anywhere(const char *packed, std::size_t n, void *rbuf, int count, MPI_Datatype dtype, MPI_Comm comm) {
-  if (n == 0) return MPI_SUCCESS;
-  const Layout l = layout_of(dtype, count);
-  const bool dev = device::is_device(rbuf);
-  const int elements = l.type_size > 0 ? static_cast<int>(static_cast<MPI_Count>(n) / l.type_size) : 0;
-  if (!dev) {
-    if (l.contiguous) {
-      std::memcpy(at(rbuf, l.true_lb), packed, n);
-      return MPI_SUCCESS;
-    }
-    return unpack_bytes(packed, static_cast<int>(n), rbuf, elements, dtype, comm);
-  }
-  if (!gpu::compiled_with_cuda()) return error_code(Err::kDeviceBufferNoCuda);
-  const int devno = device::query(rbuf).device;
-  if (l.contiguous) {
-    const int err = device::copy_sync(at(rbuf, l.true_lb), packed, n, devno);
-    return err ? cuda_error(err, "copy to device") : MPI_SUCCESS;
-  }
-  // Read the extent back first: unpacking writes only the typed bytes, and
-  // the gaps between them must keep what the device holds.
-  const Extent e = extent_of(dtype, count);
-  auto image = std::make_unique<char[]>(e.bytes);
-  int err = device::copy_sync(image.get(), at(rbuf, e.lb), e.bytes, devno);
-  if (err) return cuda_error(err, "copy to host");
-  const int rc = unpack_bytes(packed, static_cast<int>(n), at(image.get(), -e.lb), elements, dtype, comm);
-  if (rc != MPI_SUCCESS) return rc;
-  err = device::copy_sync(at(rbuf, e.lb), image.get(), e.bytes, devno);
-  return err ? cuda_error(err, "copy to device") : MPI_SUCCESS;
 }
 
 // An answer in flight; frees itself once sent.
@@ -555,7 +479,7 @@ int gpu_rendezvous(P2PComm &c, const void *buf, int count, MPI_Datatype dtype, c
   op->comm = c.shared_from_this();
   op->dest = dest;
   op->bytes = static_cast<std::size_t>(l.bytes);
-  const device::PtrInfo info = device::query(at(buf, l.true_lb));
+  const device::PtrInfo info = device::query(byte_at(buf, l.true_lb));
   op->device = info.device >= 0 ? info.device : device::current_device();
 
   struct {
@@ -564,7 +488,7 @@ int gpu_rendezvous(P2PComm &c, const void *buf, int count, MPI_Datatype dtype, c
   } env{};
   const bool with_descriptor = p2p_config().eager_limit >= sizeof(GpuRts);
   if (l.contiguous) {
-    op->src = at(buf, l.true_lb);
+    op->src = byte_at(buf, l.true_lb);
     env.rts.base = info.base;
     env.rts.size = info.size;
     env.rts.offset = reinterpret_cast<std::uintptr_t>(op->src) - info.base;
@@ -638,16 +562,18 @@ int gpu_eager(P2PComm &c, const void *buf, int count, MPI_Datatype dtype, const 
     pageable = std::make_unique<char[]>(bytes);
     out = pageable.get();
   }
-  const int dev = device::query(at(buf, l.true_lb)).device;
+  const int dev = device::query(byte_at(buf, l.true_lb)).device;
   int rc = pack_device(buf, count, dtype, l, dev, out, bytes, GpuAccess::ctrl(c));
   if (rc != MPI_SUCCESS) {
     if (r != nullptr) r->finish(MPI_PROC_NULL, MPI_ANY_TAG, rc, 0);
     return rc;
   }
   ++g_stats.eager;
-  // The engine copies the bytes (or sends them) before returning: the
-  // bounce buffer is free again afterwards.
-  return GpuAccess::transmit(c, out, static_cast<int>(bytes), MPI_BYTE, dest, tag, mode, r, lock);
+  // One bounce buffer serves every send: the engine hands it over as a
+  // scratch payload, which the link sends or copies before this returns
+  // (handed over with the request as its completion, a send queued on a
+  // busy wire read it later, after other sends had overwritten it: issue 24).
+  return GpuAccess::transmit_scratch(c, out, bytes, dest, tag, mode, r, lock);
 }
 
 }  // namespace
@@ -749,7 +675,7 @@ bool gpu_deliver(P2PComm &c, Request *r, Message &m) {
   if (rdev && !gpu::compiled_with_cuda()) op->status = error_code(Err::kDeviceBufferNoCuda);
   const bool direct = l.contiguous && m.bytes <= capacity && op->status == MPI_SUCCESS;
   if (direct) {
-    op->dst = at(r->rbuf, l.true_lb);
+    op->dst = byte_at(r->rbuf, l.true_lb);
     op->dst_on_device = rdev;
     op->dst_device = rdev ? device::query(op->dst).device : 0;
   } else if (op->bytes > 0) {
@@ -802,7 +728,7 @@ bool gpu_deliver(P2PComm &c, Request *r, Message &m) {
     char *to = op->packed ? op->packed.get() : op->dst;
     const std::size_t n = op->packed ? op->bytes : deliver;
     const int dev = op->dst_on_device ? op->dst_device : device::current_device();
-    const int err = n == 0 ? 0 : device::copy_async(to, at(peer, static_cast<MPI_Aint>(rts.offset)), n, dev, &op->event);
+    const int err = n == 0 ? 0 : device::copy_async(to, byte_at(peer, static_cast<MPI_Aint>(rts.offset)), n, dev, &op->event);
     if (err) {
       op->status = cuda_error(err, "IPC copy");
     } else if (n > 0) {

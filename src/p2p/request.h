@@ -67,6 +67,14 @@ class Request final : public progress::Pending {
   // An eager send held until its transfer completes: the header and payload
   // copy the transfer reads.
   std::unique_ptr<char[]> eager_copy;
+  // A call on a communicator mpix does not handle whose buffer is on the
+  // device, staged through host memory (staged_native.h): its host memory
+  // and the MPI library's request. comm is null then.
+  std::unique_ptr<progress::Pending> staged;
+  // st_error went through an error handler already (the MPI library's, as
+  // the staged operation failed underneath): completion calls return it
+  // without raising it again.
+  bool error_raised = false;
 
   // Told when this request completes (at most once); set under the lock.
   RequestWatcher *watcher = nullptr;

@@ -94,3 +94,22 @@ gpu-bundle:
 	@echo "gpu-bundle: built without CUDA"; exit 1
 endif
 .PHONY: gpu-bundle
+# Buffers reused as soon as a send returns, for every way a device buffer
+# is sent (device-initiated, host calls, enqueued), under load.
+if HAVE_CUDA
+MPIX_GPU_TESTS += test/gpu/dev_reuse
+check_PROGRAMS += test/gpu/dev_reuse
+test_gpu_dev_reuse_SOURCES = test/gpu/dev_reuse.cu
+test_gpu_dev_reuse_LDADD = src/libmpix.la $(MPI_LIBS) $(CUDA_LIBS)
+test_gpu_dev_reuse_LDFLAGS = -no-install
+test_gpu_dev_reuse_LINK = $(LIBTOOL) $(AM_V_lt) --tag=CXX --mode=link $(CXX) $(AM_CXXFLAGS) $(CXXFLAGS) \
+	$(test_gpu_dev_reuse_LDFLAGS) $(LDFLAGS) -o $@
+# Device buffers on communicators the MPI library matches: a plain MPI
+# program (no libmpix), run under LD_PRELOAD.
+MPIX_GPU_TESTS += test/gpu/p2p_native
+check_PROGRAMS += test/gpu/p2p_native
+test_gpu_p2p_native_SOURCES = test/gpu/p2p_native.cu
+test_gpu_p2p_native_LDADD = $(MPI_LIBS) $(CUDA_LIBS)
+test_gpu_p2p_native_LINK = $(LIBTOOL) $(AM_V_lt) --tag=CXX --mode=link $(CXX) $(AM_CXXFLAGS) $(CXXFLAGS) \
+	$(LDFLAGS) -o $@
+endif

@@ -27,7 +27,8 @@
 # both paths, without the tests), bench-dev
 # (device-initiated send/recv, bench/bench_dev_p2p), dev-tests (only the
 # dev_* lines of the GPU testlist, with memcheck and racecheck), scaling
-# (issue 8: bench/run_scaling.sh on every GPU of the host). The build
+# (issue 8: bench/run_scaling.sh on every GPU of the host), reuse (issue 24:
+# dev_reuse and p2p_native, then each under compute-sanitizer with 2 ranks). The build
 # always runs first, so any stage can run alone.
 #
 # The generated build files are carried because the GPU machine has no
@@ -119,7 +120,7 @@ fi
 run_testlist() {  # LOGDIR TESTLIST [make check arguments...]
   local logdir=$1 list=$2; shift 2
   if [ $prebuilt = 1 ]; then
-    MPIEXEC="$MPIEXEC" MPIX_TEST_LOGDIR="$logdir" test/runtests --testlist "$list"
+    MPIEXEC="$MPIEXEC" MPIX_LIB="$PWD/src/.libs/libmpix.so.0" MPIX_TEST_LOGDIR="$logdir" test/runtests --testlist "$list"
   else
     MPIX_TEST_LOGDIR="$logdir" make check MPIX_TESTLISTS="$list" "$@"
   fi
@@ -145,6 +146,29 @@ run_sublist() {  # NAME PATTERN TIMEOUT
     tee "$OUT/$1-check.log" | grep --line-buffered -E '^(PASS|FAIL|SKIP)|passed'
   [ "${PIPESTATUS[0]}" = 0 ] || check_rc=1
 }
+# Two ranks, each under the sanitizer: the buffer-reuse programs (the
+# device-initiated part only where each rank has a GPU of its own: two
+# processes' kernels that wait for each other time-slice one GPU without
+# MPS, which the sanitizer does not support), and the plain MPI program
+# under LD_PRELOAD.
+memcheck_two_ranks() {
+  command -v compute-sanitizer >/dev/null || { echo "compute-sanitizer not found"; return; }
+  local lib=$PWD/src/.libs/libmpix.so only=
+  [ -e "$lib" ] || lib=$PWD/src/.libs/libmpix.so.0
+  [ "$(nvidia-smi -L 2>/dev/null | wc -l)" -ge 2 ] && [ -z "${CUDA_VISIBLE_DEVICES:-}" ] || only=host
+  san2() {  # NAME ENV... PROGRAM
+    local name=$1; shift
+    if timeout 300 "$MPIEXEC" -n 2 env "$@" >"$OUT/sanitizer-$name.log" 2>&1; then
+      echo "memcheck clean (2 ranks): $name"
+    else
+      echo "memcheck FAILED (2 ranks): $name (see sanitizer-$name.log)"; san_fail=1
+    fi
+  }
+  san2 dev_reuse DEV_REUSE_ONLY=$only DEV_REUSE_HOST_N=500 compute-sanitizer --tool memcheck --error-exitcode 9 test/gpu/dev_reuse
+  san2 dev_reuse_proxy MPIX_DEVICE_PATH=proxy DEV_REUSE_ONLY=${only:-device} compute-sanitizer --tool memcheck --error-exitcode 9 test/gpu/dev_reuse
+  san2 p2p_native compute-sanitizer --tool memcheck --error-exitcode 9 --target-processes all env LD_PRELOAD="$lib" test/gpu/p2p_native
+}
+
 if has_stage tests || has_stage gpu-tests; then
 log "make check"
 mps_start
@@ -164,15 +188,26 @@ san_fail=0
 if command -v compute-sanitizer >/dev/null; then
   for t in $(sed -n 's/^\([a-z_0-9]*\) .*/\1/p' test/gpu/testlist | sort -u); do
     # GPU_MATCH_SMALL: gpu_match keeps its batches small under memcheck.
-    if GPU_MATCH_SMALL=1 STREAM_TEST_SMALL=1 compute-sanitizer --tool memcheck --error-exitcode 9 "test/gpu/$t" >"$OUT/sanitizer-$t.log" 2>&1; then
-      echo "memcheck clean: $t"
-    else
-      echo "memcheck FAILED: $t (see sanitizer-$t.log)"; san_fail=1
-    fi
+    GPU_MATCH_SMALL=1 STREAM_TEST_SMALL=1 compute-sanitizer --tool memcheck --error-exitcode 9 "test/gpu/$t" >"$OUT/sanitizer-$t.log" 2>&1
+    case $? in
+      0) echo "memcheck clean: $t" ;;
+      77) echo "memcheck: $t needs 2 ranks (below)" ;;
+      *) echo "memcheck FAILED: $t (see sanitizer-$t.log)"; san_fail=1 ;;
+    esac
   done
+  memcheck_two_ranks
 else
   echo "compute-sanitizer not found"
 fi
+fi
+
+# Issue 24: the buffer-reuse and native-communicator tests alone, then
+# under the sanitizer (CUDA_VISIBLE_DEVICES=0 MPIX_RUN_MPS=1: one GPU).
+if has_stage reuse; then
+  log "reuse: dev_reuse, p2p_native ($(nvidia-smi -L | wc -l) GPUs on the host, CUDA_VISIBLE_DEVICES=${CUDA_VISIBLE_DEVICES:-all})"
+  run_sublist reuse "(dev_reuse|p2p_native) " 300
+  mps_stop
+  memcheck_two_ranks
 fi
 
 if has_stage bench-cpu; then

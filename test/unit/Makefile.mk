@@ -125,3 +125,15 @@ test_unit_test_in_order_CPPFLAGS = $(GTEST_CPPFLAGS) $(MPI_CPPFLAGS) -I$(top_src
 test_unit_test_in_order_CXXFLAGS = $(MPIX_CXXFLAGS) $(MPIX_MATCH_SANITIZE)
 test_unit_test_in_order_LDFLAGS = $(MPIX_MATCH_SANITIZE)
 test_unit_test_in_order_LDADD = $(GTEST_LIBS)
+
+# The checking link (MPIX_LINK_CHECK=defer) over a fake link: payloads read
+# only when forwarded, order kept, completions and counts.
+if HAVE_GTEST
+check_PROGRAMS += test/unit/test_check_link
+MPIX_UNIT_TESTS += test/unit/test_check_link
+endif
+test_unit_test_check_link_SOURCES = test/unit/test_check_link.cc progress/check_link.cc
+test_unit_test_check_link_CPPFLAGS = $(GTEST_CPPFLAGS) $(MPI_CPPFLAGS) -I$(top_srcdir)
+test_unit_test_check_link_CXXFLAGS = $(MPIX_CXXFLAGS) $(MPIX_MATCH_SANITIZE)
+test_unit_test_check_link_LDFLAGS = $(MPIX_MATCH_SANITIZE)
+test_unit_test_check_link_LDADD = $(GTEST_LIBS)

@@ -1,0 +1,98 @@
+#include "gpu_pack.h"
+
+#include <climits>
+#include <cstdio>
+#include <cstring>
+#include <memory>
+
+#include "device/copy.h"
+#include "device/gpu.h"
+#include "device/memtype.h"
+#include "src/errors.h"
+
+namespace mpix::p2p {
+namespace {
+
+// Memory a typed buffer touches: [lb, lb + bytes) relative to buf.
+struct Extent {
+  MPI_Aint lb = 0;
+  std::size_t bytes = 0;
+};
+
+Extent extent_of(MPI_Datatype dtype, MPI_Count count) {
+  MPI_Count true_lb = 0, true_extent = 0, lb = 0, extent = 0;
+  PMPI_Type_get_true_extent_x(dtype, &true_lb, &true_extent);
+  PMPI_Type_get_extent_x(dtype, &lb, &extent);
+  Extent e;
+  if (count <= 0) return e;
+  MPI_Count first = true_lb, last = true_lb + true_extent;
+  const MPI_Count shift = (count - 1) * extent;
+  if (shift < 0) first += shift;
+  else last += shift;
+  e.lb = static_cast<MPI_Aint>(first);
+  e.bytes = static_cast<std::size_t>(last - first);
+  return e;
+}
+
+// MPI_Pack/MPI_Unpack take int counts: larger non-contiguous transfers are
+// refused rather than cut short.
+bool packable(MPI_Count count, std::size_t bytes) {
+  return count <= INT_MAX && bytes <= static_cast<std::size_t>(INT_MAX);
+}
+
+}  // namespace
+
+int cuda_error(int err, const char *what) {
+  if (err == device::kErrNoCuda) return error_code(Err::kDeviceBufferNoCuda);
+  std::fprintf(stderr, "[mpix] GPU %s failed: %s\n", what, device::error_string(err));
+  return MPI_ERR_OTHER;
+}
+
+int pack_device(const void *buf, MPI_Count count, MPI_Datatype dtype, const Layout &l, int dev, char *out,
+                std::size_t bytes, MPI_Comm comm) {
+  if (bytes == 0) return MPI_SUCCESS;
+  if (l.contiguous) {
+    const int err = device::copy_sync(out, byte_at(buf, l.true_lb), bytes, dev);
+    return err ? cuda_error(err, "copy to host") : MPI_SUCCESS;
+  }
+  if (!packable(count, bytes)) return MPI_ERR_COUNT;
+  // A host image of the extent, packed by the MPI library as usual.
+  const Extent e = extent_of(dtype, count);
+  auto image = std::make_unique<char[]>(e.bytes);
+  const int err = device::copy_sync(image.get(), byte_at(buf, e.lb), e.bytes, dev);
+  if (err) return cuda_error(err, "copy to host");
+  return pack_bytes(byte_at(image.get(), -e.lb), static_cast<int>(count), dtype, out, static_cast<int>(bytes), comm);
+}
+
+int unpack_anywhere(const char *packed, std::size_t n, void *rbuf, MPI_Count count, MPI_Datatype dtype,
+                    MPI_Comm comm) {
+  if (n == 0) return MPI_SUCCESS;
+  const Layout l = layout_of(dtype, count);
+  const bool dev = device::is_device(rbuf);
+  if (l.contiguous) {
+    if (!dev) {
+      std::memcpy(byte_at(rbuf, l.true_lb), packed, n);
+      return MPI_SUCCESS;
+    }
+    if (!gpu::compiled_with_cuda()) return error_code(Err::kDeviceBufferNoCuda);
+    const int err = device::copy_sync(byte_at(rbuf, l.true_lb), packed, n, device::query(rbuf).device);
+    return err ? cuda_error(err, "copy to device") : MPI_SUCCESS;
+  }
+  if (!packable(count, n)) return MPI_ERR_COUNT;
+  const int elements = l.type_size > 0 ? static_cast<int>(static_cast<MPI_Count>(n) / l.type_size) : 0;
+  if (!dev) return unpack_bytes(packed, static_cast<int>(n), rbuf, elements, dtype, comm);
+  if (!gpu::compiled_with_cuda()) return error_code(Err::kDeviceBufferNoCuda);
+  const int devno = device::query(rbuf).device;
+  // Read the extent back first: unpacking writes only the typed bytes, and
+  // the gaps between them must keep what the device holds.
+  const Extent e = extent_of(dtype, count);
+  auto image = std::make_unique<char[]>(e.bytes);
+  int err = device::copy_sync(image.get(), byte_at(rbuf, e.lb), e.bytes, devno);
+  if (err) return cuda_error(err, "copy to host");
+  const int rc = unpack_bytes(packed, static_cast<int>(n), byte_at(image.get(), -e.lb), elements, dtype, comm);
+  if (rc != MPI_SUCCESS) return rc;
+  err = device::copy_sync(byte_at(rbuf, e.lb), image.get(), e.bytes, devno);
+  return err ? cuda_error(err, "copy to device") : MPI_SUCCESS;
+}
+
+}  // namespace mpix::p2p

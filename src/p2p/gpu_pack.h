@@ -1,0 +1,43 @@
+// Moving typed buffers between device memory and host bytes: what every
+// path that stages device data through the host needs (the GPU protocols
+// of handled communicators, gpu_path.cc, and device buffers on
+// communicators the MPI library matches, staged.cc).
+//
+// Contiguous data moves in one copy. A non-contiguous datatype on the
+// device is handled through a host image of its extent: the sender copies
+// the extent down and the MPI library packs it; the receiver reads the
+// extent back first (so the gaps between elements keep what the device
+// holds), unpacks into it and copies it up.
+#ifndef MPIX_SRC_P2P_GPU_PACK_H
+#define MPIX_SRC_P2P_GPU_PACK_H
+
+#include <mpi.h>
+
+#include <cstddef>
+#include <cstdint>
+
+#include "datatype.h"
+
+namespace mpix::p2p {
+
+// buf + off, for offsets that may be negative (lower bounds).
+inline char *byte_at(const void *buf, MPI_Aint off) {
+  return reinterpret_cast<char *>(reinterpret_cast<std::intptr_t>(buf) + off);
+}
+
+// An MPI error code for a CUDA failure `err` of `what` (reported on
+// stderr); MPIX_ERR_NO_CUDA in a build without CUDA.
+int cuda_error(int err, const char *what);
+
+// Packs the `bytes` packed bytes of (buf, count, dtype), which lie on GPU
+// `dev`, into host memory `out` (l: layout_of(dtype, count)).
+int pack_device(const void *buf, MPI_Count count, MPI_Datatype dtype, const Layout &l, int dev, char *out,
+                std::size_t bytes, MPI_Comm comm);
+
+// Writes n packed bytes into (rbuf, count, dtype), host or device memory.
+int unpack_anywhere(const char *packed, std::size_t n, void *rbuf, MPI_Count count, MPI_Datatype dtype,
+                    MPI_Comm comm);
+
+}  // namespace mpix::p2p
+
+#endif
