@@ -2,6 +2,7 @@
 // current value, default and meaning, and the MPI_T variables mpix adds.
 // Needs no MPI_Init.
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 
 #include "config.h"
@@ -31,17 +32,44 @@ void print_mpit() {
     std::printf("pvar %-32s %-13s %s\n", p[i].name, mpix::mpit::class_name(p[i].var_class), p[i].desc);
 }
 
+// -s: the build in a few lines, and only the settings changed from their
+// defaults (make demo prints this).
+void print_summary() {
+  char version[MPIX_MAX_LIBRARY_VERSION_STRING];
+  int len = 0;
+  MPIX_Get_library_version(version, &len);
+  std::printf("%s\n", version);
+  std::printf("transports built: %s; GPUs visible: %d\n", mpix::progress::transports_built(),
+              mpix::gpu::device_count());
+  int n = 0, changed = 0, np = 0;
+  const mpix::ConfigVar *c = mpix::config_vars(&n);
+  for (int i = 0; i < n; ++i)
+    if (const char *v = std::getenv(c[i].name)) {
+      std::printf("%s%s=%s", changed++ == 0 ? "settings changed: " : ", ", c[i].name, v);
+    }
+  if (changed > 0) std::printf("\n");
+  mpix::mpit::pvars(&np);
+  std::printf("%d MPIX_* settings (all at their defaults%s), %d MPI_T performance variables: mpix_info lists them\n",
+              n, changed > 0 ? " but those above" : "", np);
+}
+
 }  // namespace
 
 int main(int argc, char **argv) {
   const bool vars_only = argc > 1 && std::strcmp(argv[1], "-c") == 0;
   const bool mpit_only = argc > 1 && std::strcmp(argv[1], "-t") == 0;
-  if (argc > 2 || (argc > 1 && !vars_only && !mpit_only)) {
+  const bool summary = argc > 1 && std::strcmp(argv[1], "-s") == 0;
+  if (argc > 2 || (argc > 1 && !vars_only && !mpit_only && !summary)) {
     std::fprintf(stderr,
-                 "usage: %s [-c | -t]\n  -c  print only the MPIX_* variables\n"
-                 "  -t  print only the MPI_T variables mpix adds\n",
+                 "usage: %s [-c | -t | -s]\n  -c  print only the MPIX_* variables\n"
+                 "  -t  print only the MPI_T variables mpix adds\n"
+                 "  -s  a summary: build, transports, GPUs, settings changed from their defaults\n",
                  argv[0]);
     return 2;
+  }
+  if (summary) {
+    print_summary();
+    return 0;
   }
   if (mpit_only) {
     print_mpit();
