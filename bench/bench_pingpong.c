@@ -11,7 +11,9 @@
  *              messages, rank 1 has W MPI_Irecvs (distinct buffers) posted,
  *              then returns a 0-byte ack; W = 64 for small messages, fewer
  *              for large ones (W * size <= 64 MiB, W >= 2); MB/s (10^6 B/s),
- *              median over the repeats.
+ *              median over the repeats;
+ *   bidirectional: osu_bibw style, both ranks post W receives and W sends
+ *              at once and wait for all; MB/s counts both directions.
  * The warm-up of each size checks the received contents; the last line
  * reports it (exit status 4 on errors).
  * Iteration counts shrink with the size so that a repeat moves about -b
@@ -94,6 +96,23 @@ static double stream(MPI_Comm comm, int rank, char *sbuf, char *rbuf, int size, 
     return MPI_Wtime() - t0;
 }
 
+/* both ranks: w receives and w sends at once; returns seconds on rank 0 */
+static double bistream(MPI_Comm comm, int rank, char *sbuf, char *rbuf, int size, int w, long loops,
+                       MPI_Request *reqs)
+{
+    const int peer = 1 - rank;
+    CHECK(MPI_Barrier(comm));
+    double t0 = MPI_Wtime();
+    for (long l = 0; l < loops; l++) {
+        for (int k = 0; k < w; k++)
+            CHECK(MPI_Irecv(rbuf + (size_t)k * size, size, MPI_BYTE, peer, TAG_DATA, comm, &reqs[k]));
+        for (int k = 0; k < w; k++)
+            CHECK(MPI_Isend(sbuf, size, MPI_BYTE, peer, TAG_DATA, comm, &reqs[w + k]));
+        CHECK(MPI_Waitall(2 * w, reqs, MPI_STATUSES_IGNORE));
+    }
+    return MPI_Wtime() - t0;
+}
+
 static void fill(char *buf, long n, long size)
 {
     for (long i = 0; i < n; i++)
@@ -172,8 +191,9 @@ int main(int argc, char **argv)
     }
     char *sbuf = xalloc((size_t)smax);
     char *rbuf = xalloc(rbytes);
-    MPI_Request reqs[WMAX];
+    MPI_Request reqs[2 * WMAX];
     double *lat = malloc(sizeof(double) * reps), *bw = malloc(sizeof(double) * reps);
+    double *bibw = malloc(sizeof(double) * reps);
 
     long errors = 0; /* payload check of the warm-up round trips/windows */
     FILE *out = NULL;
@@ -189,8 +209,8 @@ int main(int argc, char **argv)
                reps);
         printf("# MPI: %s\n# %s\n# communicator: %s\n# MB/s = 10^6 bytes/s; MPI_Wtick = %g s\n",
                lib, desc, how, MPI_Wtick());
-        printf("%10s  %8s  %12s  %12s  %4s  %12s\n", "bytes", "iters", "latency_us",
-               "pingpong_MB/s", "win", "stream_MB/s");
+        printf("%10s  %8s  %12s  %12s  %4s  %12s  %12s\n", "bytes", "iters", "latency_us",
+               "pingpong_MB/s", "win", "stream_MB/s", "bidir_MB/s");
         fflush(stdout);
         if (csv) {
             out = fopen(csv, "w");
@@ -199,7 +219,7 @@ int main(int argc, char **argv)
                 MPI_Abort(MPI_COMM_WORLD, 3);
             }
             fprintf(out, "label,size_B,iters,lat_us_median,lat_us_min,lat_us_max,pp_MBps,"
-                         "bw_window,bw_loops,bw_MBps_median,bw_MBps_max\n");
+                         "bw_window,bw_loops,bw_MBps_median,bw_MBps_max,bibw_MBps_median\n");
         }
     }
 
@@ -222,16 +242,21 @@ int main(int argc, char **argv)
         for (int r = 0; r < reps; r++)
             bw[r] = (double)s * w * loops / stream(comm, rank, sbuf, rbuf, size, w, loops, reqs) /
                     1e6;
+        memset(rbuf, 0, (size_t)s * w);
+        bistream(comm, rank, sbuf, rbuf, size, w, 1, reqs); /* warm-up */
+        errors += check(rbuf, w, s);
+        for (int r = 0; r < reps; r++)
+            bibw[r] = 2.0 * s * w * loops / bistream(comm, rank, sbuf, rbuf, size, w, loops, reqs) / 1e6;
 
         if (rank == 0) {
             double lmed = median(lat, reps), lmin = lat[0], lmax = lat[reps - 1];
-            double bmed = median(bw, reps), bmax = bw[reps - 1];
+            double bmed = median(bw, reps), bmax = bw[reps - 1], bimed = median(bibw, reps);
             double pp = (double)s / lmed; /* bytes/us = MB/s */
-            printf("%10ld  %8ld  %12.3f  %12.1f  %4d  %12.1f\n", s, iters, lmed, pp, w, bmed);
+            printf("%10ld  %8ld  %12.3f  %12.1f  %4d  %12.1f  %12.1f\n", s, iters, lmed, pp, w, bmed, bimed);
             fflush(stdout);
             if (out)
-                fprintf(out, "%s,%ld,%ld,%.6f,%.6f,%.6f,%.3f,%d,%ld,%.3f,%.3f\n", label, s, iters,
-                        lmed, lmin, lmax, pp, w, loops, bmed, bmax);
+                fprintf(out, "%s,%ld,%ld,%.6f,%.6f,%.6f,%.3f,%d,%ld,%.3f,%.3f,%.3f\n", label, s, iters,
+                        lmed, lmin, lmax, pp, w, loops, bmed, bmax, bimed);
         }
     }
     long all_errors = 0;
@@ -247,6 +272,7 @@ int main(int argc, char **argv)
 
     free(lat);
     free(bw);
+    free(bibw);
     free(sbuf);
     free(rbuf);
     MPI_Comm_free(&comm);

@@ -297,7 +297,7 @@ fi
 if want pingpong; then
     echo
     echo "-- ping-pong: latency [us, half round trip] and streaming bandwidth [MB/s = 10^6 B/s]"
-    summarize pingpong size_B lat_us_median,bw_MBps_median,pp_MBps "$results"/pingpong_*_r*.csv
+    summarize pingpong size_B lat_us_median,bw_MBps_median,pp_MBps,bibw_MBps_median "$results"/pingpong_*_r*.csv
 fi
 if want unordered; then
     echo

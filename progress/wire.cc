@@ -26,18 +26,37 @@ const char *wire_error_string(WireError e) {
 }
 
 WireError check_header(const WireHeader &h, std::size_t payload_bytes, const WireLimits &limits) {
-  if (h.kind < kEager || h.kind > kGpuRendezvousBare) return WireError::kBadKind;
+  if (h.kind < kEager || h.kind > kSingleCopy) return WireError::kBadKind;
   if ((h.flags & ~kFlagSyncAck) != 0) return WireError::kBadFlags;
-  // Only eager messages are acknowledged at the match; the others complete
-  // through their own handshake.
-  if ((h.flags & kFlagSyncAck) != 0 && h.kind != kEager) return WireError::kBadFlags;
+  // Eager messages are acknowledged at the match, single-copy ones after
+  // the read (always); the others complete through their own handshake.
+  const bool acked = (h.flags & kFlagSyncAck) != 0;
+  if (h.kind == kSingleCopy ? !acked : acked && h.kind != kEager) return WireError::kBadFlags;
   if (h.tag < 0 || h.tag > limits.tag_ub) return WireError::kBadTag;
   if (h.kind == kEager) return payload_bytes == h.bytes ? WireError::kOk : WireError::kBadSize;
+  if (h.kind == kSingleCopy) {
+    if (h.data_tag != 0) return WireError::kBadField;
+    if (payload_bytes != sizeof(SingleCopyRts))
+      return payload_bytes < sizeof(SingleCopyRts) ? WireError::kTruncated : WireError::kBadSize;
+    return WireError::kOk;
+  }
   // The data tag names the receive the payload (or the GPU reply, data tag
   // + 1) goes to: both must be valid tags.
   if (h.data_tag < 0 || h.data_tag >= limits.tag_ub) return WireError::kBadDataTag;
   const std::size_t want = h.kind == kGpuRendezvous ? limits.descriptor_bytes : 0;
   if (payload_bytes != want) return payload_bytes < want ? WireError::kTruncated : WireError::kBadSize;
+  return WireError::kOk;
+}
+
+WireError decode_single_copy(const void *payload, std::size_t n, std::uint64_t bytes, SingleCopyRts *out) {
+  if (n < sizeof(SingleCopyRts)) return WireError::kTruncated;
+  if (n > sizeof(SingleCopyRts)) return WireError::kBadLength;
+  SingleCopyRts d;
+  std::memcpy(&d, payload, sizeof d);
+  if (d.zero != 0) return WireError::kBadField;
+  if (d.pid <= 0) return WireError::kBadRank;
+  if (d.bytes != bytes || d.addr + d.bytes < d.addr) return WireError::kBadSize;
+  *out = d;
   return WireError::kOk;
 }
 

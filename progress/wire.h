@@ -24,11 +24,29 @@ struct WireHeader {
 static_assert(sizeof(WireHeader) == 24, "wire header layout");
 
 // kGpuRendezvous*: device data announced by src/p2p/gpu_path.cc (with or
-// without its descriptor as payload).
-enum WireKind : std::uint32_t { kEager = 1, kRendezvous = 2, kGpuRendezvous = 3, kGpuRendezvousBare = 4 };
+// without its descriptor as payload). kSingleCopy: host data of a process
+// on the receiver's node, announced by a SingleCopyRts that the receiver
+// reads it through (progress/single_copy.h); always with kFlagSyncAck, which
+// the receiver answers once it read the data.
+enum WireKind : std::uint32_t {
+  kEager = 1,
+  kRendezvous = 2,
+  kGpuRendezvous = 3,
+  kGpuRendezvousBare = 4,
+  kSingleCopy = 5
+};
 // An eager synchronous send: the receiver's engine calls Link::matched()
 // once a receive took it, and only then does the send complete.
 constexpr std::uint32_t kFlagSyncAck = 1;
+
+// The payload of a kSingleCopy envelope: where the sender's bytes are.
+struct SingleCopyRts {
+  std::uint64_t addr;   // in the sender's address space
+  std::uint64_t bytes;  // the message's size (the envelope's bytes)
+  std::int32_t pid;     // the sender's process
+  std::uint32_t zero;   // reserved, 0
+};
+static_assert(sizeof(SingleCopyRts) == 24, "single-copy descriptor layout");
 
 // Why a peer's message was rejected (kOk: it was not).
 enum class WireError : std::uint8_t {
@@ -55,6 +73,11 @@ struct WireLimits {
 // are exactly the message, rendezvous envelopes carry nothing (or the GPU
 // descriptor), tags are valid tags, only known flags.
 WireError check_header(const WireHeader &h, std::size_t payload_bytes, const WireLimits &limits);
+
+// A kSingleCopy envelope's payload (n bytes) for an envelope announcing
+// `bytes` bytes: sizes agree, a process id, the reserved field zero, an
+// address range that does not wrap.
+WireError decode_single_copy(const void *payload, std::size_t n, std::uint64_t bytes, SingleCopyRts *out);
 
 // The pmpi transport's landing buffer: got bytes received, envelope first.
 // On success *h is the envelope and *payload_bytes what follows it.

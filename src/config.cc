@@ -135,6 +135,15 @@ const ConfigVar kVars[] = {
     {"MPIX_DEVICE_PROXY_HOSTMEM", "0",
      "1: the proxy queue in plain host memory (host threads post: tests without a GPU)",
      [](const Config &c) { return num(c.device_proxy_hostmem); }},
+    {"MPIX_SINGLE_COPY", "auto",
+     "auto: messages of at least MPIX_SINGLE_COPY_MIN bytes between processes of one node are read by the receiver straight "
+     "from the sender's buffer (Linux cross-memory attach: one copy; used where every process can read its "
+     "neighbour's memory, which ptrace rules decide); off: through the transport's rendezvous",
+     [](const Config &c) { return word(c.single_copy ? "auto" : "off"); }},
+    {"MPIX_SINGLE_COPY_MIN", "16384",
+     "smallest message (bytes) that goes single-copy within a node (MPIX_SINGLE_COPY), below MPIX_EAGER_LIMIT "
+     "too; smaller ones go eagerly (measured crossover: bench/RESULTS.md)",
+     [](const Config &c) { return num(c.single_copy_min); }},
     {"MPIX_LINK_CHECK", "off",
      "testing: defer: every eager send handed to the transport with a completion is held and its payload read "
      "only at the next progress step, so code that reuses a send's memory before the send completed sends "
@@ -296,6 +305,10 @@ Config config_from_env(char *errors, int errors_len) {
   r.read("MPIX_GPU_MATCH_THRESHOLD", "0 .. 2^32",
          [&](const char *v) { return parse_int(v, 0, 1L << 32, &c.gpu_match_threshold); });
   read_device(c, r);
+  r.read("MPIX_SINGLE_COPY", "auto or off",
+         [&](const char *v) { return parse_word(v, {"auto", "on", "1", "off", "0"}, {true, true, true, false, false}, &c.single_copy); });
+  r.read("MPIX_SINGLE_COPY_MIN", "1 .. 2^40",
+         [&](const char *v) { return parse_int(v, 1, 1L << 40, &c.single_copy_min); });
   r.read("MPIX_LINK_CHECK", "off or defer",
          [&](const char *v) { return parse_word(v, {"off", "defer"}, {false, true}, &c.link_check); });
   return c;

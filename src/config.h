@@ -44,6 +44,8 @@ struct Config {
   bool device_far_cells;      // MPIX_DEVICE_FAR_CELLS
   bool device_proxy_hostmem;  // MPIX_DEVICE_PROXY_HOSTMEM
   bool link_check;            // MPIX_LINK_CHECK: off or defer
+  bool single_copy;           // MPIX_SINGLE_COPY: auto (on where it works) or off
+  long single_copy_min;       // MPIX_SINGLE_COPY_MIN
 };
 
 // A setting's value in force, as MPI_T control variables show it: a number,

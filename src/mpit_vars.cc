@@ -6,6 +6,7 @@
 #include "p2p/gpu_path.h"
 #include "p2p/region_batch.h"
 #include "p2p/staged_native.h"
+#include "progress/single_copy.h"
 #include "progress/transport.h"
 #include "progress/wire.h"
 #include "runtime.h"
@@ -69,6 +70,10 @@ const Pvar kPvars[] = {
     {"mpix_gpu_pageable_chunks", kCounter,
      "staged chunks that went through pageable memory (no pinned slot: MPIX_GPU_PINNED_SLOTS)",
      &Sample::gpu_pageable},
+    {"mpix_single_copy_reads", kCounter,
+     "messages received by reading the sender's buffer directly (cross-memory attach, MPIX_SINGLE_COPY)",
+     &Sample::single_copy_reads},
+    {"mpix_single_copy_bytes", kCounter, "bytes read so", &Sample::single_copy_bytes},
     {"mpix_gpu_native_staged", kCounter,
      "device buffers of point-to-point calls on communicators the MPI library matches (not handled by mpix), "
      "staged through host memory: one per send and per receive",
@@ -118,6 +123,8 @@ Sample sample_now() {
   s.gpu_host_rendezvous = g.host_rendezvous;
   s.gpu_pageable = g.pageable;
   s.gpu_native_staged = p2p::staged_operations();
+  s.single_copy_reads = progress::single_copy_stats().reads;
+  s.single_copy_bytes = progress::single_copy_stats().bytes;
   s.stream_gpu_run = stream_stats().gpu_run.load(std::memory_order_relaxed);
   s.stream_host_driven = stream_stats().host_driven.load(std::memory_order_relaxed);
   s.malformed = progress::malformed_messages();

@@ -15,6 +15,7 @@
 #include "p2p/region_batch.h"
 #include "p2p/staged_native.h"
 #include "progress/immortal.h"
+#include "progress/single_copy.h"
 #include "progress/thread.h"
 #include "progress/transport.h"
 
@@ -80,6 +81,10 @@ void print_statistics(const char *transport, const progress::TransportStats &t) 
                  g_runtime.world_rank, static_cast<unsigned long long>(g.eager), static_cast<unsigned long long>(g.ipc),
                  static_cast<unsigned long long>(g.staged), static_cast<unsigned long long>(g.host_rendezvous),
                  static_cast<unsigned long long>(g.pageable));
+  if (const progress::SingleCopyStats sc = progress::single_copy_stats(); sc.reads + sc.failures > 0)
+    std::fprintf(stderr, "[mpix] rank %d: single-copy reads %llu (%llu bytes), failed %llu\n", g_runtime.world_rank,
+                 static_cast<unsigned long long>(sc.reads), static_cast<unsigned long long>(sc.bytes),
+                 static_cast<unsigned long long>(sc.failures));
   if (const std::uint64_t staged = p2p::staged_operations(); staged > 0)
     std::fprintf(stderr, "[mpix] rank %d: device buffers staged on communicators the MPI library matches %llu\n",
                  g_runtime.world_rank, static_cast<unsigned long long>(staged));
@@ -188,6 +193,8 @@ int runtime_start(int thread_provided, int thread_underlying) {
   }
   if (why[0] != '\0' && g_runtime.config.verbose >= 1 && g_runtime.world_rank == 0)
     std::fprintf(stderr, "[mpix] transport: pmpi (UCX not used: %s)\n", why);
+  progress::single_copy_start(g_runtime.config.single_copy, static_cast<std::size_t>(g_runtime.config.single_copy_min),
+                              g_runtime.config.verbose);
   rc = p2p::p2p_start(g_runtime.config.intercept_all);
   if (rc != MPI_SUCCESS) return rc;
   if (thread_underlying == MPI_THREAD_MULTIPLE && g_runtime.config.progress_thread != 0 &&

@@ -10,11 +10,14 @@
 #include <cstring>
 
 #include "datatype.h"
+#include "device/memtype.h"
+#include "gpu_pack.h"
 #include "gpu_path.h"
 #include "gpu_tags.h"
 #include "gpu_wire.h"
 #include "liveness.h"
 #include "progress/immortal.h"
+#include "progress/single_copy.h"
 #include "region_batch.h"
 #include "src/errors.h"
 
@@ -162,6 +165,20 @@ int P2PComm::attach(MPI_Comm comm, bool wildcards, std::unique_lock<std::mutex> 
   PMPI_Comm_set_errhandler(data_, MPI_ERRORS_RETURN);
   PMPI_Comm_rank(comm, &rank_);
   PMPI_Comm_size(comm, &size_);
+  // Which processes the members are (single-copy goes by node and process).
+  world_.assign(static_cast<std::size_t>(size_), -1);
+  {
+    MPI_Group mine = MPI_GROUP_NULL, world = MPI_GROUP_NULL;
+    PMPI_Comm_group(comm, &mine);
+    PMPI_Comm_group(MPI_COMM_WORLD, &world);
+    std::vector<int> ranks(static_cast<std::size_t>(size_));
+    for (int i = 0; i < size_; ++i) ranks[static_cast<std::size_t>(i)] = i;
+    PMPI_Group_translate_ranks(mine, size_, ranks.data(), world, world_.data());
+    for (int &w : world_)
+      if (w == MPI_UNDEFINED) w = -1;
+    PMPI_Group_free(&mine);
+    PMPI_Group_free(&world);
+  }
   int *tag_ub = nullptr, flag = 0;
   PMPI_Comm_get_attr(MPI_COMM_WORLD, MPI_TAG_UB, &tag_ub, &flag);
   if (flag && tag_ub != nullptr) data_tag_limit_ = *tag_ub;
@@ -198,6 +215,9 @@ void P2PComm::arrived(const progress::Arrival &a) {
   GpuRts rts;
   if (bad == progress::WireError::kOk && a.h.kind == kGpuRendezvous)
     bad = decode_gpu_rts(a.payload, a.payload_bytes, a.h.bytes, &rts);
+  progress::SingleCopyRts one;
+  if (bad == progress::WireError::kOk && a.h.kind == kSingleCopy)
+    bad = progress::decode_single_copy(a.payload, a.payload_bytes, a.h.bytes, &one);
   if (bad != progress::WireError::kOk) {
     progress::report_malformed("point-to-point", a.source, bad);
     if (link_) {  // (unset while attach() still exchanges)
@@ -248,6 +268,10 @@ void P2PComm::keep_unexpected(Message &m) {
     }
     std::memcpy(to, m.payload, m.bytes);
     m.payload = to;
+  } else if (m.kind == kSingleCopy) {
+    m.descriptor = std::make_unique<char[]>(sizeof(progress::SingleCopyRts));
+    std::memcpy(m.descriptor.get(), m.payload, sizeof(progress::SingleCopyRts));
+    m.payload = m.descriptor.get();
   } else {
     gpu_keep_descriptor(m);
   }
@@ -438,6 +462,10 @@ int P2PComm::start_recv(Request *r) {
 }
 
 void P2PComm::deliver(Request *r, Message &m) {
+  if (m.kind == kSingleCopy) {
+    deliver_single_copy(r, m);  // acknowledged once read, not now
+    return;
+  }
   if ((m.flags & progress::kFlagSyncAck) != 0) link_->matched(m.arrival());  // the sender may complete now
   if (gpu_deliver(*this, r, m)) return;  // device buffer or GPU rendezvous
   r->queued = false;
@@ -468,6 +496,83 @@ void P2PComm::deliver(Request *r, Message &m) {
     }
   }
   r->finish(m.source, m.tag, rc, static_cast<MPI_Count>(n));
+}
+
+void P2PComm::deliver_single_copy(Request *r, Message &m) {
+  progress::SingleCopyRts d{};
+  std::memcpy(&d, m.payload, sizeof d);  // decoded in arrived()
+  r->queued = false;
+  const std::uint64_t capacity = capacity_bytes(r);
+  const std::size_t n = static_cast<std::size_t>(m.bytes < capacity ? m.bytes : capacity);
+  int rc = m.bytes > capacity ? MPI_ERR_TRUNCATE : MPI_SUCCESS;
+  if (n > 0) {
+    // Straight into a contiguous host buffer; through a copy of our own
+    // into a datatype or device memory.
+    const Layout l = layout_of(r->dtype, r->count);
+    const bool direct = l.contiguous && !device::is_device(r->rbuf);
+    std::unique_ptr<char[]> staged;
+    char *into = direct ? static_cast<char *>(r->rbuf) + l.true_lb : nullptr;
+    if (!direct) {
+      staged = std::make_unique<char[]>(n);
+      into = staged.get();
+    }
+    const int err = d.pid == progress::single_copy_pid()
+                        ? (std::memcpy(into, reinterpret_cast<const void *>(static_cast<std::uintptr_t>(d.addr)), n), 0)
+                        : progress::single_copy_read(d.pid, d.addr, into, n);
+    if (err != 0) {
+      std::fprintf(stderr, "[mpix] single-copy read of %zu bytes from rank %d (process %d) failed: %s\n", n,
+                   m.source, static_cast<int>(d.pid), std::strerror(err));
+      rc = MPI_ERR_OTHER;
+    } else if (!direct) {
+      const int u = unpack_anywhere(staged.get(), n, r->rbuf, r->count, r->dtype, ctrl_);
+      if (u != MPI_SUCCESS) rc = u;
+    }
+  }
+  // The sender's buffer is free again (after a failed read as well: its
+  // data are lost, and this receive says so).
+  link_->matched(m.arrival());
+  r->finish(m.source, m.tag, rc, static_cast<MPI_Count>(n));
+}
+
+bool P2PComm::transmit_single_copy(const void *buf, int count, MPI_Datatype dtype, const Layout &l, int dest,
+                                   int tag, SendMode mode, Request *r, std::unique_lock<std::mutex> *lock, int *rc) {
+  const std::size_t bytes = static_cast<std::size_t>(l.bytes);
+  const int world = world_[static_cast<std::size_t>(dest)];
+  if (mode == SendMode::kBuffered || !link_->eager_sync() || !progress::single_copy_to(world, bytes)) return false;
+  // The descriptor (and, for a datatype, the packed bytes it points to)
+  // must live until the receiver acknowledged: the link may read the
+  // descriptor until then (progress/transport.h), and the receiver reads
+  // the bytes. A blocking send waits here; a request keeps them.
+  auto owned = std::make_unique<char[]>(sizeof(progress::SingleCopyRts) + (l.contiguous ? 0 : bytes));
+  const char *src = static_cast<const char *>(buf) + l.true_lb;
+  if (!l.contiguous) {
+    char *packed = owned.get() + sizeof(progress::SingleCopyRts);
+    const int prc = pack_bytes(buf, count, dtype, packed, static_cast<int>(bytes), ctrl_);
+    if (prc != MPI_SUCCESS) {
+      *rc = prc;
+      if (r != nullptr) r->finish(MPI_PROC_NULL, MPI_ANY_TAG, prc, 0);
+      return true;
+    }
+    src = packed;
+  }
+  const progress::SingleCopyRts d{reinterpret_cast<std::uintptr_t>(src), bytes, progress::single_copy_pid(), 0};
+  std::memcpy(owned.get(), &d, sizeof d);
+  const WireHeader h{tag, kSingleCopy, bytes, 0, progress::kFlagSyncAck};
+  Waiter waiter;
+  bool pending = false;
+  const int sent = link_->send_eager(dest, h, owned.get(), sizeof d,
+                                     r != nullptr ? static_cast<progress::Pending *>(r) : &waiter, &pending);
+  if (r != nullptr) {
+    r->inner_busy = pending && sent == MPI_SUCCESS;
+    if (r->inner_busy) r->eager_copy = std::move(owned);
+    else r->finish(MPI_PROC_NULL, MPI_ANY_TAG, sent, 0);
+    *rc = sent;
+    return true;
+  }
+  if (sent == MPI_SUCCESS && pending)
+    while (!waiter.done) progress_wait(*lock);
+  *rc = sent != MPI_SUCCESS ? sent : pending ? waiter.error : MPI_SUCCESS;
+  return true;
 }
 
 bool P2PComm::cancel(Request *r) {
@@ -538,6 +643,13 @@ int P2PComm::transmit(const void *buf, int count, MPI_Datatype dtype, int dest, 
   // MPI_Ibsend then uses exactly the space of the attached buffer a native
   // MPI_Bsend would (an envelope in it would make an exactly sized buffer
   // too small).
+  // Within a node the receiver may read the payload itself: one copy (from
+  // MPIX_SINGLE_COPY_MIN bytes, below the eager limit too).
+  int one_rc = MPI_SUCCESS;
+  if (life == PayloadLife::kUntilComplete &&
+      transmit_single_copy(buf, count, dtype, l, dest, tag, mode, r, lock, &one_rc))
+    return one_rc;
+
   const bool sync = mode == SendMode::kSync;
   const bool eager_mode = link_->eager_sync() || (!sync && mode != SendMode::kBuffered);
   if (bytes <= g_config.eager_limit && eager_mode) {

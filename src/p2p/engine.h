@@ -16,6 +16,7 @@
 
 #include "hints.h"
 #include "match/matcher.h"
+#include "progress/datatype.h"
 #include "progress/inflight.h"
 #include "request.h"
 #include "src/comm_table.h"
@@ -27,6 +28,7 @@ using progress::kEager;
 using progress::kGpuRendezvous;
 using progress::kGpuRendezvousBare;
 using progress::kRendezvous;
+using progress::kSingleCopy;
 using progress::WireHeader;
 
 // An arrived envelope that no receive has taken yet (or taken by Mprobe).
@@ -45,7 +47,7 @@ struct Message {
   static constexpr std::size_t kSmall = 32;
   char small[kSmall];
   std::weak_ptr<class P2PComm> comm;  // for Mrecv of a message taken by Mprobe
-  std::unique_ptr<char[]> descriptor;  // unexpected kGpuRendezvous: the sender's GPU descriptor
+  std::unique_ptr<char[]> descriptor;  // unexpected kGpuRendezvous, kSingleCopy: the sender's descriptor
 
   // From a per-thread cache of freed messages: an unexpected message costs
   // no allocator call in the steady state (a flood of them did, twice).
@@ -180,6 +182,13 @@ class P2PComm final : public CommState, public progress::ArrivalSink, public std
   // "Payload lifetimes").
   int transmit(const void *buf, int count, MPI_Datatype dtype, int dest, int tag, SendMode mode, Request *r,
                std::unique_lock<std::mutex> *lock, PayloadLife life = PayloadLife::kUntilComplete);
+  // A rendezvous-size send to a process of this node that reads it itself
+  // (progress/single_copy.h); false when this one cannot go so.
+  bool transmit_single_copy(const void *buf, int count, MPI_Datatype dtype, const progress::Layout &l, int dest,
+                            int tag, SendMode mode, Request *r, std::unique_lock<std::mutex> *lock, int *rc);
+  // Receiver: reads a kSingleCopy message into r, then acknowledges it.
+  void deliver_single_copy(Request *r, Message &m);
+  std::vector<int> world_;  // MPI_COMM_WORLD rank of each member (-1: another world)
 
   std::atomic<unsigned> hint_bits_{0};
   std::atomic<bool> region_open_{false};

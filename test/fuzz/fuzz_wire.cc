@@ -36,12 +36,19 @@ WireLimits limits_of(std::uint8_t b) {
 
 // What the engine does with an envelope that passed check_header.
 void use(const WireHeader &h, const std::uint8_t *payload, std::size_t payload_bytes, const WireLimits &l) {
-  if (h.kind < kEager || h.kind > kGpuRendezvousBare) fail("an unknown kind");
+  if (h.kind < kEager || h.kind > kSingleCopy) fail("an unknown kind");
   if (h.tag < 0 || h.tag > l.tag_ub) fail("a tag out of range");
   if ((h.flags & ~kFlagSyncAck) != 0) fail("unknown flags");
   if (h.kind == kEager) {
     std::vector<std::uint8_t> copy(static_cast<std::size_t>(h.bytes));  // bounded: payload_bytes == h.bytes
     if (h.bytes > 0) std::memcpy(copy.data(), payload, static_cast<std::size_t>(h.bytes));
+  } else if (h.kind == kSingleCopy) {
+    if ((h.flags & kFlagSyncAck) == 0) fail("a single-copy envelope nobody acknowledges");
+    if (payload_bytes != sizeof(SingleCopyRts)) fail("a single-copy payload");
+    SingleCopyRts d{};
+    if (decode_single_copy(payload, payload_bytes, h.bytes, &d) == WireError::kOk &&
+        (d.pid <= 0 || d.bytes != h.bytes || d.addr + d.bytes < d.addr || d.zero != 0))
+      fail("a single-copy descriptor");
   } else {
     if (h.data_tag < 0 || h.data_tag >= l.tag_ub) fail("a data tag out of range");
     if (payload_bytes != (h.kind == kGpuRendezvous ? l.descriptor_bytes : 0)) fail("a rendezvous payload");

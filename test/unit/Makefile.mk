@@ -137,3 +137,15 @@ test_unit_test_check_link_CPPFLAGS = $(GTEST_CPPFLAGS) $(MPI_CPPFLAGS) -I$(top_s
 test_unit_test_check_link_CXXFLAGS = $(MPIX_CXXFLAGS) $(MPIX_MATCH_SANITIZE)
 test_unit_test_check_link_LDFLAGS = $(MPIX_MATCH_SANITIZE)
 test_unit_test_check_link_LDADD = $(GTEST_LIBS)
+
+# Cross-memory reads of the single-copy path against a child process
+# (memory there, partly there, process gone).
+if HAVE_GTEST
+check_PROGRAMS += test/unit/test_single_copy
+MPIX_UNIT_TESTS += test/unit/test_single_copy
+endif
+test_unit_test_single_copy_SOURCES = test/unit/test_single_copy.cc progress/single_copy.cc
+test_unit_test_single_copy_CPPFLAGS = $(GTEST_CPPFLAGS) $(MPI_CPPFLAGS) -I$(top_srcdir)
+test_unit_test_single_copy_CXXFLAGS = $(MPIX_CXXFLAGS) $(MPIX_MATCH_SANITIZE)
+test_unit_test_single_copy_LDFLAGS = $(MPIX_MATCH_SANITIZE)
+test_unit_test_single_copy_LDADD = $(GTEST_LIBS) $(MPI_LIBS)

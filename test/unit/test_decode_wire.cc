@@ -38,7 +38,7 @@ TEST(WireHeader, ValidEnvelopesPass) {
 }
 
 TEST(WireHeader, UnknownKindsAreRejected) {
-  for (std::uint32_t kind : {0u, 5u, 0xffffffffu}) {
+  for (std::uint32_t kind : {0u, 6u, 0xffffffffu}) {
     WireHeader h = rndv(kRendezvous);
     h.kind = kind;
     EXPECT_EQ(check_header(h, 0, kLimits), WireError::kBadKind) << kind;
@@ -82,6 +82,53 @@ TEST(WireHeader, PayloadsThatDisagreeWithTheEnvelopeAreRejected) {
   EXPECT_EQ(check_header(rndv(kGpuRendezvous), 111, kLimits), WireError::kTruncated);
   EXPECT_EQ(check_header(rndv(kGpuRendezvous), 0, kLimits), WireError::kTruncated);
   EXPECT_EQ(check_header(rndv(kGpuRendezvous), 113, kLimits), WireError::kBadSize);
+}
+
+// Single-copy envelopes (kSingleCopy): always acknowledged, data tag 0,
+// exactly a SingleCopyRts after them.
+WireHeader single(std::uint64_t bytes) { return WireHeader{7, kSingleCopy, bytes, 0, kFlagSyncAck}; }
+
+TEST(SingleCopy, ValidEnvelopesPass) {
+  EXPECT_EQ(check_header(single(1 << 20), sizeof(SingleCopyRts), kLimits), WireError::kOk);
+}
+
+TEST(SingleCopy, EachBadFieldIsRejected) {
+  WireHeader h = single(100);
+  h.flags = 0;  // the receiver's acknowledgement is the send's completion
+  EXPECT_EQ(check_header(h, sizeof(SingleCopyRts), kLimits), WireError::kBadFlags);
+  h = single(100);
+  h.data_tag = 3;
+  EXPECT_EQ(check_header(h, sizeof(SingleCopyRts), kLimits), WireError::kBadField);
+  EXPECT_EQ(check_header(single(100), sizeof(SingleCopyRts) - 1, kLimits), WireError::kTruncated);
+  EXPECT_EQ(check_header(single(100), 0, kLimits), WireError::kTruncated);
+  EXPECT_EQ(check_header(single(100), sizeof(SingleCopyRts) + 1, kLimits), WireError::kBadSize);
+}
+
+TEST(SingleCopy, DescriptorsDecodeOrAreRejected) {
+  const SingleCopyRts good{0x7f0000001000ull, 4096, 1234, 0};
+  SingleCopyRts out{};
+  ASSERT_EQ(decode_single_copy(&good, sizeof good, 4096, &out), WireError::kOk);
+  EXPECT_EQ(std::memcmp(&out, &good, sizeof good), 0);
+  for (std::size_t n = 0; n < sizeof good; ++n) {
+    std::vector<char> cut(reinterpret_cast<const char *>(&good), reinterpret_cast<const char *>(&good) + n);
+    EXPECT_EQ(decode_single_copy(cut.data(), n, 4096, &out), WireError::kTruncated) << n;
+  }
+  std::vector<char> longer(sizeof good + 1, 0);
+  std::memcpy(longer.data(), &good, sizeof good);
+  EXPECT_EQ(decode_single_copy(longer.data(), longer.size(), 4096, &out), WireError::kBadLength);
+  SingleCopyRts bad = good;
+  bad.zero = 1;
+  EXPECT_EQ(decode_single_copy(&bad, sizeof bad, 4096, &out), WireError::kBadField);
+  bad = good;
+  bad.pid = 0;
+  EXPECT_EQ(decode_single_copy(&bad, sizeof bad, 4096, &out), WireError::kBadRank);
+  bad = good;
+  bad.pid = -5;
+  EXPECT_EQ(decode_single_copy(&bad, sizeof bad, 4096, &out), WireError::kBadRank);
+  EXPECT_EQ(decode_single_copy(&good, sizeof good, 4097, &out), WireError::kBadSize);  // sizes disagree
+  bad = good;
+  bad.addr = ~0ull - 100;  // the range wraps
+  EXPECT_EQ(decode_single_copy(&bad, sizeof bad, 4096, &out), WireError::kBadSize);
 }
 
 std::vector<char> landing(const WireHeader &h, std::size_t payload) {

@@ -1,0 +1,140 @@
+#include "single_copy.h"
+
+#include <mpi.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <vector>
+
+#include "immortal.h"
+
+namespace mpix::progress {
+namespace {
+
+struct State {
+  bool enabled = false;
+  std::size_t min_bytes = 0;
+  std::int32_t pid = 0;
+  std::vector<std::uint64_t> node;  // per MPI_COMM_WORLD rank
+  std::uint64_t mine = 0;
+  const char *why_not = "not started";
+};
+
+State &state() {
+  static Immortal<State> s;
+  return s.get();
+}
+
+std::atomic<std::uint64_t> g_reads{0}, g_bytes{0}, g_failures{0};
+
+std::uint64_t fnv(std::uint64_t h, const char *s, std::size_t n) {
+  for (std::size_t i = 0; i < n; ++i) h = (h ^ static_cast<unsigned char>(s[i])) * 1099511628211ull;
+  return h;
+}
+
+// What each process tells the others at MPI_Init.
+struct Card {
+  std::uint64_t node;
+  std::uint64_t probe;  // address of a word holding `probe_value`
+  std::int32_t pid;
+  std::uint32_t pad;
+};
+constexpr std::uint64_t kProbeValue = 0x6d7069782d636d61ull;  // "mpix-cma"
+volatile std::uint64_t g_probe_word = kProbeValue;
+
+}  // namespace
+
+std::uint64_t node_identity() {
+  char name[256] = {};
+  gethostname(name, sizeof name - 1);
+  std::uint64_t h = fnv(14695981039346656037ull, name, std::strlen(name));
+  if (std::FILE *f = std::fopen("/proc/sys/kernel/random/boot_id", "r")) {
+    char id[64] = {};
+    const std::size_t n = std::fread(id, 1, sizeof id, f);
+    std::fclose(f);
+    h = fnv(h, id, n);
+  }
+  return h;
+}
+
+int single_copy_read(std::int32_t pid, std::uint64_t remote, void *local, std::size_t n) {
+  char *to = static_cast<char *>(local);
+  std::uint64_t from = remote;
+  while (n > 0) {
+    iovec l{to, n}, r{reinterpret_cast<void *>(static_cast<std::uintptr_t>(from)), n};
+    const ssize_t got = process_vm_readv(pid, &l, 1, &r, 1, 0);
+    if (got < 0) {
+      if (errno == EINTR) continue;
+      g_failures.fetch_add(1, std::memory_order_relaxed);
+      return errno;
+    }
+    if (got == 0) {  // a partial read that moved nothing: the range ends there
+      g_failures.fetch_add(1, std::memory_order_relaxed);
+      return EFAULT;
+    }
+    to += got;
+    from += static_cast<std::uint64_t>(got);
+    n -= static_cast<std::size_t>(got);
+    g_bytes.fetch_add(static_cast<std::uint64_t>(got), std::memory_order_relaxed);
+  }
+  g_reads.fetch_add(1, std::memory_order_relaxed);
+  return 0;
+}
+
+void single_copy_start(bool wanted, std::size_t min_bytes, int verbose) {
+  State &s = state();
+  s.pid = static_cast<std::int32_t>(getpid());
+  s.min_bytes = min_bytes;
+  s.mine = node_identity();
+  int size = 0, rank = 0;
+  PMPI_Comm_size(MPI_COMM_WORLD, &size);
+  PMPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  Card me{s.mine, reinterpret_cast<std::uintptr_t>(&g_probe_word), s.pid, 0};
+  std::vector<Card> all(static_cast<std::size_t>(size));
+  PMPI_Allgather(&me, sizeof me, MPI_BYTE, all.data(), sizeof me, MPI_BYTE, MPI_COMM_WORLD);
+  s.node.resize(all.size());
+  for (std::size_t i = 0; i < all.size(); ++i) s.node[i] = all[i].node;
+  // Each process reads the next process of its node (round), if any.
+  int ok = wanted ? 1 : 0;
+  if (ok) {
+    for (int k = 1; k < size; ++k) {
+      const Card &peer = all[static_cast<std::size_t>((rank + k) % size)];
+      if (peer.node != s.mine) continue;
+      std::uint64_t word = 0;
+      if (single_copy_read(peer.pid, peer.probe, &word, sizeof word) != 0 || word != kProbeValue) ok = 0;
+      break;
+    }
+  }
+  int all_ok = 0;
+  PMPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+  // The probe's counts are not traffic.
+  g_reads.store(0, std::memory_order_relaxed);
+  g_bytes.store(0, std::memory_order_relaxed);
+  g_failures.store(0, std::memory_order_relaxed);
+  s.enabled = all_ok == 1;
+  s.why_not = s.enabled ? "" : !wanted ? "MPIX_SINGLE_COPY=off" : "a process could not read a neighbour's memory (ptrace rules)";
+  if (verbose > 0 && rank == 0)
+    std::fprintf(stderr, "[mpix] single-copy (cross-memory attach) within a node: %s%s\n",
+                 s.enabled ? "on" : "off: ", s.why_not);
+}
+
+bool single_copy_to(int world, std::size_t bytes) {
+  const State &s = state();
+  return s.enabled && bytes >= s.min_bytes && world >= 0 && static_cast<std::size_t>(world) < s.node.size() &&
+         s.node[static_cast<std::size_t>(world)] == s.mine;
+}
+
+bool single_copy_enabled() { return state().enabled; }
+const char *single_copy_why_not() { return state().why_not; }
+std::int32_t single_copy_pid() { return state().pid; }
+
+SingleCopyStats single_copy_stats() {
+  return SingleCopyStats{g_reads.load(std::memory_order_relaxed), g_bytes.load(std::memory_order_relaxed),
+                         g_failures.load(std::memory_order_relaxed)};
+}
+
+}  // namespace mpix::progress

@@ -1,0 +1,49 @@
+// Single-copy transfers between processes of one node: the receiver reads
+// the sender's buffer straight into its own with Linux cross-memory attach
+// (process_vm_readv), one copy where a rendezvous through the transport's
+// shared-memory queues takes two (issue 30). The protocol around it is the
+// engine's (src/p2p/engine.cc, kind kSingleCopy): the sender announces its
+// buffer in a synchronous eager message, the receiver reads once matched and
+// acknowledges, and the send completes then.
+//
+// Whether it may be used is decided once, at MPI_Init, for the whole job:
+// the kernel lets a process read another's memory only under ptrace's
+// rules (same user, and Yama's ptrace_scope 0, or 1 with a declared
+// tracer), which differ between machines and containers, so every process
+// tries a read of a neighbour on its node and all must succeed.
+#ifndef MPIX_PROGRESS_SINGLE_COPY_H
+#define MPIX_PROGRESS_SINGLE_COPY_H
+
+#include <cstddef>
+#include <cstdint>
+
+namespace mpix::progress {
+
+// A process-wide identity of this node: host name and boot id (containers on
+// different machines may share a host name, never a boot id).
+std::uint64_t node_identity();
+
+// MPI_Init, collective over MPI_COMM_WORLD: learns which ranks share this
+// node and whether reads work (wanted: MPIX_SINGLE_COPY). Messages of at
+// least min_bytes go single-copy.
+void single_copy_start(bool wanted, std::size_t min_bytes, int verbose);
+// Whether a message of `bytes` to MPI_COMM_WORLD rank `world` goes single-copy.
+bool single_copy_to(int world, std::size_t bytes);
+// Whether single-copy is in use at all, and why not (for MPIX_VERBOSE).
+bool single_copy_enabled();
+const char *single_copy_why_not();
+std::int32_t single_copy_pid();
+
+// Reads n bytes at address `remote` of process pid into local: 0, or the
+// errno of the failure (ESRCH: the process is gone; EFAULT: the range is
+// not mapped there).
+int single_copy_read(std::int32_t pid, std::uint64_t remote, void *local, std::size_t n);
+
+struct SingleCopyStats {
+  std::uint64_t reads = 0, bytes = 0, failures = 0;
+};
+SingleCopyStats single_copy_stats();
+
+}  // namespace mpix::progress
+
+#endif
