@@ -22,6 +22,7 @@
 #include "gpu_tags.h"
 #include "gpu_wire.h"
 #include "progress/immortal.h"
+#include "progress/single_copy.h"
 #include "src/errors.h"
 
 namespace mpix::p2p {
@@ -74,27 +75,6 @@ std::size_t g_small_bytes = 0;
 // reused within a process, so an entry can never describe another
 // allocation; the table is only bounded for size.
 std::unordered_map<std::uint64_t, std::array<unsigned char, device::kIpcHandleBytes>> g_exported;
-
-std::uint64_t fnv(std::uint64_t h, const char *s, std::size_t n) {
-  for (std::size_t i = 0; i < n; ++i) h = (h ^ static_cast<unsigned char>(s[i])) * 1099511628211ull;
-  return h;
-}
-
-std::uint64_t node_identity() {
-  char name[256] = {};
-  gethostname(name, sizeof name - 1);
-  std::uint64_t h = fnv(14695981039346656037ull, name, std::strlen(name));
-  // Containers on different machines may share a host name; they never
-  // share a boot id. (A wrong "same node" only costs a failed IPC open,
-  // after which the transfer is staged.)
-  if (std::FILE *f = std::fopen("/proc/sys/kernel/random/boot_id", "r")) {
-    char id[64] = {};
-    const std::size_t n = std::fread(id, 1, sizeof id, f);
-    std::fclose(f);
-    h = fnv(h, id, n);
-  }
-  return h;
-}
 
 // An answer in flight; frees itself once sent.
 struct ReplySend final : progress::Pending {
@@ -584,7 +564,7 @@ void gpu_start(const GpuConfig &config) {
   // Within what a reply may ask for (decode_gpu_reply).
   g_config.chunk = std::clamp<std::size_t>(g_config.chunk, kMinChunk, kMaxChunk);
   device::memtype_init(config.enabled);
-  g_host = node_identity();
+  g_host = progress::node_identity();
   g_pid = static_cast<std::int32_t>(getpid());
   g_send_slots = std::make_unique<SlotPool>(g_config.chunk, device::pinned_alloc, device::pinned_free,
                                             g_config.pinned_slots);
