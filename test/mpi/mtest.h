@@ -53,6 +53,71 @@ static inline void mtest_not_checked(const char *what) {
   fflush(stdout);
 }
 
+/* A communicator with the no-any assertions given (1: asserted). */
+static inline MPI_Comm mtest_dup_asserting(MPI_Comm comm, int no_source, int no_tag) {
+  MPI_Info info;
+  MPI_Comm c;
+  MPI_Info_create(&info);
+  if (no_source) MPI_Info_set(info, "mpi_assert_no_any_source", "true");
+  if (no_tag) MPI_Info_set(info, "mpi_assert_no_any_tag", "true");
+  MPI_Comm_dup_with_info(comm, info, &c);
+  MPI_Info_free(&info);
+  return c;
+}
+
+/* The communicators a point-to-point test runs over, in the manner of
+ * MPICH's MTestGetIntracomm: MPI_COMM_WORLD (matched by the MPI library
+ * unless MPIX_INTERCEPT=all), then each way a program gets one that mpix
+ * matches. A test picks the ones it needs (MTEST_COMM_* bits, in this
+ * order in the array); the wildcards each allows are said. */
+typedef struct {
+  MPI_Comm comm;
+  const char *name;
+  int any_source_ok, any_tag_ok; /* wildcards this communicator allows */
+} mtest_comm_t;
+
+enum {
+  MTEST_COMM_WORLD = 1,
+  MTEST_COMM_NOWILDCARD = 2,       /* MPIX_Comm_dup_nowildcard */
+  MTEST_COMM_ASSERT_BOTH = 4,      /* dup_with_info(no_any_source, no_any_tag) */
+  MTEST_COMM_ASSERT_SOURCE = 8,    /* dup_with_info(no_any_source) */
+  MTEST_COMM_ASSERT_TAG = 16,      /* dup_with_info(no_any_tag) */
+  MTEST_COMM_DUP_OF_NOWILDCARD = 32, /* MPI_Comm_dup of the no-wildcard one: inherits its assertions */
+  MTEST_COMM_ALL = 63,
+  MTEST_MAX_COMMS = 6
+};
+
+/* Fills c (room for MTEST_MAX_COMMS) with the chosen communicators;
+ * returns how many. The no-wildcard one must be mpix's (checked). */
+static inline int mtest_get_comms(unsigned which, mtest_comm_t *c) {
+  int n = 0;
+  MPI_Comm nw = MPI_COMM_NULL;
+  if (which & MTEST_COMM_WORLD) c[n++] = (mtest_comm_t){MPI_COMM_WORLD, "MPI_COMM_WORLD", 1, 1};
+  if (which & (MTEST_COMM_NOWILDCARD | MTEST_COMM_DUP_OF_NOWILDCARD)) {
+    MPIX_Comm_dup_nowildcard(MPI_COMM_WORLD, &nw);
+    mtest_check_handled(nw, "MPIX_Comm_dup_nowildcard");
+  }
+  if (which & MTEST_COMM_NOWILDCARD) c[n++] = (mtest_comm_t){nw, "MPIX_Comm_dup_nowildcard", 0, 0};
+  if (which & MTEST_COMM_ASSERT_BOTH)
+    c[n++] = (mtest_comm_t){mtest_dup_asserting(MPI_COMM_WORLD, 1, 1), "dup_with_info(no_any_source,no_any_tag)", 0, 0};
+  if (which & MTEST_COMM_ASSERT_SOURCE)
+    c[n++] = (mtest_comm_t){mtest_dup_asserting(MPI_COMM_WORLD, 1, 0), "dup_with_info(no_any_source)", 0, 1};
+  if (which & MTEST_COMM_ASSERT_TAG)
+    c[n++] = (mtest_comm_t){mtest_dup_asserting(MPI_COMM_WORLD, 0, 1), "dup_with_info(no_any_tag)", 1, 0};
+  if (which & MTEST_COMM_DUP_OF_NOWILDCARD) {
+    c[n] = (mtest_comm_t){MPI_COMM_NULL, "MPI_Comm_dup(nowildcard)", 0, 0};
+    MPI_Comm_dup(nw, &c[n++].comm);
+    if (!(which & MTEST_COMM_NOWILDCARD)) MPI_Comm_free(&nw);
+  }
+  return n;
+}
+
+/* Frees what mtest_get_comms made (MPI_COMM_WORLD stays). */
+static inline void mtest_free_comms(mtest_comm_t *c, int n) {
+  for (int i = 0; i < n; i++)
+    if (c[i].comm != MPI_COMM_WORLD) MPI_Comm_free(&c[i].comm);
+}
+
 /* Sums errors over all ranks, prints the verdict on rank 0, finalizes. */
 static inline int mtest_finalize(void) {
   int total = 0, rank = 0;

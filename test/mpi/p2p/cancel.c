@@ -11,23 +11,9 @@
 #include "mpix.h"
 #include "mtest.h"
 
-typedef struct {
-  MPI_Comm comm;
-  const char *name;
-} tcomm_t;
+typedef mtest_comm_t tcomm_t;
 
 static int rank, size;
-
-static MPI_Comm dup_asserting(MPI_Comm comm, int no_source, int no_tag) {
-  MPI_Info info;
-  MPI_Comm c;
-  MPI_Info_create(&info);
-  if (no_source) MPI_Info_set(info, "mpi_assert_no_any_source", "true");
-  if (no_tag) MPI_Info_set(info, "mpi_assert_no_any_tag", "true");
-  MPI_Comm_dup_with_info(comm, info, &c);
-  MPI_Info_free(&info);
-  return c;
-}
 
 static int cancelled(const MPI_Status *st) {
   int flag = -1;
@@ -146,15 +132,9 @@ int main(int argc, char **argv) {
   MPI_Init(&argc, &argv);
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
-  tcomm_t comms[4];
-  MPI_Comm nw;
-  MPIX_Comm_dup_nowildcard(MPI_COMM_WORLD, &nw);
-  mtest_check_handled(nw, "MPIX_Comm_dup_nowildcard");
-  comms[0] = (tcomm_t){MPI_COMM_WORLD, "MPI_COMM_WORLD"};
-  comms[1] = (tcomm_t){nw, "MPIX_Comm_dup_nowildcard"};
-  comms[2] = (tcomm_t){dup_asserting(MPI_COMM_WORLD, 1, 1), "dup_with_info(no_any_source,no_any_tag)"};
-  comms[3] = (tcomm_t){dup_asserting(MPI_COMM_WORLD, 0, 1), "dup_with_info(no_any_tag)"};
-  for (int i = 0; i < 4; i++) check_cancel(&comms[i]);
-  for (int i = 1; i < 4; i++) MPI_Comm_free(&comms[i].comm);
+  tcomm_t comms[MTEST_MAX_COMMS];
+  const int n = mtest_get_comms(MTEST_COMM_WORLD | MTEST_COMM_NOWILDCARD | MTEST_COMM_ASSERT_BOTH | MTEST_COMM_ASSERT_TAG, comms);
+  for (int i = 0; i < n; i++) check_cancel(&comms[i]);
+  mtest_free_comms(comms, n);
   return mtest_finalize();
 }

@@ -11,23 +11,9 @@
 #include "mpix.h"
 #include "mtest.h"
 
-typedef struct {
-  MPI_Comm comm;
-  const char *name;
-} tcomm_t;
+typedef mtest_comm_t tcomm_t;
 
 static int rank, size;
-
-static MPI_Comm dup_asserting(MPI_Comm comm, int no_source, int no_tag) {
-  MPI_Info info;
-  MPI_Comm c;
-  MPI_Info_create(&info);
-  if (no_source) MPI_Info_set(info, "mpi_assert_no_any_source", "true");
-  if (no_tag) MPI_Info_set(info, "mpi_assert_no_any_tag", "true");
-  MPI_Comm_dup_with_info(comm, info, &c);
-  MPI_Info_free(&info);
-  return c;
-}
 
 static int value(int sender, int round, int i) { return sender * 1000003 + round * 7919 + i; }
 
@@ -200,18 +186,14 @@ int main(int argc, char **argv) {
   int bsize = ROUNDS * NCOUNTS * (MAXCOUNT * (int)sizeof(int) + MPI_BSEND_OVERHEAD);
   void *bbuf = malloc(bsize);
   MPI_Buffer_attach(bbuf, bsize);
-  tcomm_t comms[4];
-  MPI_Comm nw;
-  MPIX_Comm_dup_nowildcard(MPI_COMM_WORLD, &nw);
-  comms[0] = (tcomm_t){MPI_COMM_WORLD, "MPI_COMM_WORLD"};
-  comms[1] = (tcomm_t){nw, "MPIX_Comm_dup_nowildcard"};
-  comms[2] = (tcomm_t){dup_asserting(MPI_COMM_WORLD, 1, 1), "dup_with_info(no_any_source,no_any_tag)"};
-  comms[3] = (tcomm_t){dup_asserting(MPI_COMM_WORLD, 1, 0), "dup_with_info(no_any_source)"};
-  for (int i = 0; i < 4; i++) {
+  tcomm_t comms[MTEST_MAX_COMMS];
+  const int n =
+      mtest_get_comms(MTEST_COMM_WORLD | MTEST_COMM_NOWILDCARD | MTEST_COMM_ASSERT_BOTH | MTEST_COMM_ASSERT_SOURCE, comms);
+  for (int i = 0; i < n; i++) {
     check_kinds(&comms[i]);
     check_vector_and_free(&comms[i]);
   }
-  for (int i = 1; i < 4; i++) MPI_Comm_free(&comms[i].comm);
+  mtest_free_comms(comms, n);
   MPI_Buffer_detach(&bbuf, &bsize);
   free(bbuf);
   return mtest_finalize();

@@ -11,37 +11,9 @@
 #include "mpix.h"
 #include "mtest.h"
 
-typedef struct {
-  MPI_Comm comm;
-  const char *name;
-  int any_source_ok, any_tag_ok; /* wildcards this communicator allows */
-} tcomm_t;
+typedef mtest_comm_t tcomm_t;
 
 static int rank, size;
-
-static MPI_Comm dup_asserting(MPI_Comm comm, int no_source, int no_tag) {
-  MPI_Info info;
-  MPI_Comm c;
-  MPI_Info_create(&info);
-  if (no_source) MPI_Info_set(info, "mpi_assert_no_any_source", "true");
-  if (no_tag) MPI_Info_set(info, "mpi_assert_no_any_tag", "true");
-  MPI_Comm_dup_with_info(comm, info, &c);
-  MPI_Info_free(&info);
-  return c;
-}
-
-static int make_comms(tcomm_t *c) {
-  int n = 0;
-  MPI_Comm nw;
-  c[n++] = (tcomm_t){MPI_COMM_WORLD, "MPI_COMM_WORLD", 1, 1};
-  MPIX_Comm_dup_nowildcard(MPI_COMM_WORLD, &nw);
-  mtest_check_handled(nw, "MPIX_Comm_dup_nowildcard");
-  c[n++] = (tcomm_t){nw, "MPIX_Comm_dup_nowildcard", 0, 0};
-  c[n++] = (tcomm_t){dup_asserting(MPI_COMM_WORLD, 1, 1), "dup_with_info(no_any_source,no_any_tag)", 0, 0};
-  c[n++] = (tcomm_t){dup_asserting(MPI_COMM_WORLD, 1, 0), "dup_with_info(no_any_source)", 0, 1};
-  c[n++] = (tcomm_t){dup_asserting(MPI_COMM_WORLD, 0, 1), "dup_with_info(no_any_tag)", 1, 0};
-  return n;
-}
 
 static unsigned char pat(unsigned seed, size_t i) {
   return (unsigned char)((seed * 2654435761u) ^ (i * 40503u) ^ (i >> 7));
@@ -202,12 +174,12 @@ static void check_probes(const tcomm_t *tc) {
 }
 
 int main(int argc, char **argv) {
-  tcomm_t comms[8];
+  tcomm_t comms[MTEST_MAX_COMMS];
   MPI_Init(&argc, &argv);
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
-  const int n = make_comms(comms);
+  const int n = mtest_get_comms(MTEST_COMM_ALL & ~MTEST_COMM_DUP_OF_NOWILDCARD, comms);
   for (int i = 0; i < n; i++) check_probes(&comms[i]);
-  for (int i = 1; i < n; i++) MPI_Comm_free(&comms[i].comm);
+  mtest_free_comms(comms, n);
   return mtest_finalize();
 }

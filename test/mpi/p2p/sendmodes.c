@@ -13,44 +13,9 @@
 #include "mpix.h"
 #include "mtest.h"
 
-typedef struct {
-  MPI_Comm comm;
-  const char *name;
-  int any_source_ok, any_tag_ok; /* wildcards this communicator allows */
-} tcomm_t;
+typedef mtest_comm_t tcomm_t;
 
 static int rank, size;
-
-static MPI_Comm dup_asserting(MPI_Comm comm, int no_source, int no_tag) {
-  MPI_Info info;
-  MPI_Comm c;
-  MPI_Info_create(&info);
-  if (no_source) MPI_Info_set(info, "mpi_assert_no_any_source", "true");
-  if (no_tag) MPI_Info_set(info, "mpi_assert_no_any_tag", "true");
-  MPI_Comm_dup_with_info(comm, info, &c);
-  MPI_Info_free(&info);
-  return c;
-}
-
-/* World, then the handled communicators; returns how many. */
-static int make_comms(tcomm_t *c) {
-  int n = 0;
-  MPI_Comm nw;
-  c[n++] = (tcomm_t){MPI_COMM_WORLD, "MPI_COMM_WORLD", 1, 1};
-  MPIX_Comm_dup_nowildcard(MPI_COMM_WORLD, &nw);
-  c[n++] = (tcomm_t){nw, "MPIX_Comm_dup_nowildcard", 0, 0};
-  c[n++] = (tcomm_t){dup_asserting(MPI_COMM_WORLD, 1, 1), "dup_with_info(no_any_source,no_any_tag)", 0, 0};
-  c[n++] = (tcomm_t){dup_asserting(MPI_COMM_WORLD, 1, 0), "dup_with_info(no_any_source)", 0, 1};
-  c[n++] = (tcomm_t){dup_asserting(MPI_COMM_WORLD, 0, 1), "dup_with_info(no_any_tag)", 1, 0};
-  c[n].name = "MPI_Comm_dup(nowildcard)";
-  c[n].any_source_ok = c[n].any_tag_ok = 0;
-  MPI_Comm_dup(nw, &c[n++].comm);
-  return n;
-}
-
-static void free_comms(tcomm_t *c, int n) {
-  for (int i = 1; i < n; i++) MPI_Comm_free(&c[i].comm);
-}
 
 /* Byte i of the payload identified by seed. */
 static unsigned char pat(unsigned seed, size_t i) {
@@ -296,7 +261,7 @@ static void check_sendrecv(const tcomm_t *tc) {
 }
 
 int main(int argc, char **argv) {
-  tcomm_t comms[8];
+  tcomm_t comms[MTEST_MAX_COMMS];
   MPI_Init(&argc, &argv);
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
@@ -304,7 +269,7 @@ int main(int argc, char **argv) {
   void *bbuf = malloc(bsize);
   MPI_Buffer_attach(bbuf, bsize);
 
-  const int n = make_comms(comms);
+  const int n = mtest_get_comms(MTEST_COMM_ALL, comms);
   for (int i = 0; i < n; i++) {
     check_modes(&comms[i]);
     check_order(&comms[i]);
@@ -312,7 +277,7 @@ int main(int argc, char **argv) {
     check_zero_and_self(&comms[i]);
     check_sendrecv(&comms[i]);
   }
-  free_comms(comms, n);
+  mtest_free_comms(comms, n);
 
   MPI_Buffer_detach(&bbuf, &bsize);
   free(bbuf);

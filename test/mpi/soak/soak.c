@@ -160,17 +160,6 @@ static slot_t slots[NSLOT];
 static const char *kind_name[] = {"MPI_Comm_dup", "MPIX_Comm_dup_nowildcard", "dup_with_info(no_any_source,no_any_tag)",
                                   "split+dup_with_info(no_any_tag)"};
 
-static MPI_Comm dup_asserting(MPI_Comm parent, int no_source) {
-  MPI_Info info;
-  MPI_Comm c;
-  MPI_Info_create(&info);
-  if (no_source) MPI_Info_set(info, "mpi_assert_no_any_source", "true");
-  MPI_Info_set(info, "mpi_assert_no_any_tag", "true");
-  MPI_Comm_dup_with_info(parent, info, &c);
-  MPI_Info_free(&info);
-  return c;
-}
-
 /* Fills slot s; st is the shared random state, so every rank makes the same
  * collective calls. The parent may be a slot with requests in flight. */
 static void slot_create(int s, uint64_t *st) {
@@ -190,14 +179,14 @@ static void slot_create(int s, uint64_t *st) {
       expect_handled = intercept_all || (from_slot && slots[parent_slot].handled);
       break;
     case 1: p_dup_nowildcard(parent, &sl->comm); break;
-    case 2: sl->comm = dup_asserting(parent, 1); break;
+    case 2: sl->comm = mtest_dup_asserting(parent, 1, 1); break;
     default: {
       int color = 0;
       for (int r = 0; r <= wrank; r++) color = below(st, 2);
       for (int r = wrank + 1; r < wsize; r++) (void)below(st, 2); /* keep st shared */
       MPI_Comm split;
       MPI_Comm_split(MPI_COMM_WORLD, color, (int)(mix(seed, (uint64_t)wrank) & 0xffff), &split);
-      sl->comm = dup_asserting(split, 0);
+      sl->comm = mtest_dup_asserting(split, 0, 1);
       MPI_Comm_free(&split);
       break;
     }
