@@ -32,6 +32,17 @@ bench_bench_gpu_p2p_LINK = $(LIBTOOL) $(AM_V_lt) --tag=CXX --mode=link $(CXX) $(
 	$(bench_bench_gpu_p2p_LDFLAGS) $(LDFLAGS) -o $@
 endif
 
+# bench_gpu_suite: the OSU shapes (latency, bw and bibw with a window of 64,
+# message rate) on device buffers: mpix, staged native MPI and NCCL.
+if HAVE_CUDA
+noinst_PROGRAMS += bench/bench_gpu_suite
+bench_bench_gpu_suite_SOURCES = bench/bench_gpu_suite.cu bench/nccl_loader.h
+bench_bench_gpu_suite_LDADD = src/libmpix.la $(MPI_LIBS) $(CUDA_LIBS) -ldl
+bench_bench_gpu_suite_LDFLAGS = -no-install
+bench_bench_gpu_suite_LINK = $(LIBTOOL) $(AM_V_lt) --tag=CXX --mode=link $(CXX) $(AM_CXXFLAGS) $(CXXFLAGS) \
+	$(bench_bench_gpu_suite_LDFLAGS) $(LDFLAGS) -o $@
+endif
+
 # bench_stream: MPIX_Send_enqueue/MPIX_Recv_enqueue ping-pong on a CUDA
 # stream against NCCL send/recv (loaded at run time), in one program.
 if HAVE_CUDA
@@ -58,7 +69,7 @@ endif
 # (what the small-message device path is built from). No MPI.
 if HAVE_CUDA
 noinst_PROGRAMS += bench/bench_gpu_copy
-bench_bench_gpu_copy_SOURCES = bench/bench_gpu_copy.cu
+bench_bench_gpu_copy_SOURCES = bench/bench_gpu_copy.cu bench/kernel_copy_in.cu
 bench_bench_gpu_copy_LDADD = $(CUDA_LIBS)
 bench_bench_gpu_copy_LINK = $(CXX) $(AM_CXXFLAGS) $(CXXFLAGS) $(LDFLAGS) -o $@
 endif

@@ -11,6 +11,10 @@
 //   kernel-flag  a 1-thread kernel copies the bytes into host-mapped pinned
 //                memory and raises a flag there; the host spins on the flag
 //   kernel-sync  the same kernel, cudaStreamSynchronize
+//   resident-d2h mpix's resident copy kernel (device/kernel_copy.cu, compiled
+//   resident-h2d in): a descriptor in pinned memory, the kernel's completion
+//   resident-d2d word spun on; h2d of up to 35 bytes rides in the descriptor
+//   ptr-attr     one cudaPointerGetAttributes (what classifying a buffer costs)
 //
 // Options: -n ITERS (default 2000), -b BYTES (default 8), --spin (context
 // with cudaDeviceScheduleSpin), --yield (cudaDeviceScheduleYield).
@@ -23,6 +27,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <vector>
+
+#include "device/kernel_copy.h"
 
 namespace {
 
@@ -133,6 +139,30 @@ int main(int argc, char **argv) {
     CK(cudaStreamSynchronize(s));
   });
   CK(cudaStreamSynchronize(s));
+  mpix::device::KernelCopyConfig kc;
+  kc.enabled = true;
+  kc.max_bytes = std::max<std::size_t>(bytes, 8192);
+  kc.device_max = kc.max_bytes;
+  kc.idle_us = 100000;
+  mpix::device::kernel_copy_configure(kc);
+  std::vector<unsigned char> pageable(bytes + 1);
+  const auto resident = [&](void *dst, bool dh, const void *src, bool sh) {
+    const int e = mpix::device::kernel_copy(dst, dh, src, sh, bytes, 0);
+    if (e != 0) {
+      std::fprintf(stderr, "kernel_copy: %d\n", e);
+      std::exit(1);
+    }
+  };
+  measure("resident-d2h", iters, [&](int) { resident(pageable.data(), true, d0, false); });
+  measure("resident-h2d", iters, [&](int) { resident(d0, false, pageable.data(), true); });
+  measure("resident-d2d", iters, [&](int) { resident(d1, false, d0, false); });
+  std::printf("resident kernel launches: %llu\n",
+              static_cast<unsigned long long>(mpix::device::kernel_copy_stats().launches));
+  mpix::device::kernel_copy_finalize();
+  measure("ptr-attr", iters, [&](int) {
+    cudaPointerAttributes a{};
+    CK(cudaPointerGetAttributes(&a, d0 + 1));
+  });
   cudaFree(d0);
   cudaFree(d1);
   cudaFreeHost(h);

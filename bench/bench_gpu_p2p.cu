@@ -67,18 +67,10 @@ double time_pingpong(int iters, F one_way) {
 }  // namespace
 
 int main(int argc, char **argv) {
-  MPI_Init(&argc, &argv);
-  int nprocs = 0, ngpu = 0;
-  MPI_Comm_rank(MPI_COMM_WORLD, &g_rank);
-  MPI_Comm_size(MPI_COMM_WORLD, &nprocs);
-  if (cudaGetDeviceCount(&ngpu) != cudaSuccess || ngpu == 0 || nprocs != 2) {
-    if (g_rank == 0) std::printf("skipped: needs 2 ranks and a GPU (ranks %d, GPUs %d)\n", nprocs, ngpu);
-    MPI_Finalize();
-    return 77;
-  }
+  int ngpu = 0;
+  if (!mpix_test::init_two_ranks_with_gpu(&argc, &argv, &g_rank, &ngpu)) return 77;
   const char *csv_path = argc > 1 ? argv[1] : nullptr;
   const size_t max_bytes = argc > 2 ? std::strtoull(argv[2], nullptr, 10) : size_t(256) << 20;
-  CHECK_CUDA(cudaSetDevice(g_rank % ngpu));
   const int peer = 1 - g_rank;
 
   unsigned char *dsend = nullptr, *drecv = nullptr, *hsend = nullptr, *hrecv = nullptr;
@@ -100,15 +92,8 @@ int main(int argc, char **argv) {
     std::printf("warning: MPI_COMM_WORLD is handled by mpix (MPIX_INTERCEPT=all): the staged baseline is not native\n");
 
   Nccl nccl;
-  int have_nccl = nccl.load() ? 1 : 0;
-  MPI_Allreduce(MPI_IN_PLACE, &have_nccl, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
   NcclComm ncomm = nullptr;
-  if (have_nccl) {
-    NcclUniqueId id{};
-    if (g_rank == 0) nccl.get_unique_id(&id);
-    MPI_Bcast(&id, sizeof id, MPI_BYTE, 0, MPI_COMM_WORLD);
-    if (nccl.comm_init_rank(&ncomm, 2, id, g_rank) != 0) have_nccl = 0;
-  }
+  const bool have_nccl = nccl.world_comm(true, &ncomm);
 
   // Rows are printed as they are measured, so a run cut short by a time
   // limit still shows what it measured.

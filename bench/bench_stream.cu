@@ -116,17 +116,8 @@ int main(int argc, char **argv) {
   MPIX_Stream_comm_create(MPI_COMM_WORLD, stream, &comm);
 
   Nccl nccl;
-  bool have_nccl = nccl.load();
-  int all_nccl = 0, mine = have_nccl ? 1 : 0;
-  MPI_Allreduce(&mine, &all_nccl, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
-  have_nccl = all_nccl == 1;
   NcclComm ncomm = nullptr;
-  if (have_nccl) {
-    NcclUniqueId id;
-    if (g_rank == 0) nccl.get_unique_id(&id);
-    MPI_Bcast(&id, sizeof id, MPI_BYTE, 0, MPI_COMM_WORLD);
-    have_nccl = nccl.comm_init_rank(&ncomm, 2, id, g_rank) == 0;
-  }
+  const bool have_nccl = nccl.world_comm(true, &ncomm);
 
   int *gate = nullptr;  // mapped host memory
   cudaHostAlloc(&gate, sizeof(int), cudaHostAllocMapped);

@@ -6,6 +6,7 @@
 
 #include <cuda_runtime.h>
 #include <dlfcn.h>
+#include <mpi.h>
 
 #include <cstddef>
 
@@ -35,6 +36,25 @@ struct Nccl {
     group_start = reinterpret_cast<decltype(group_start)>(dlsym(h, "ncclGroupStart"));
     group_end = reinterpret_cast<decltype(group_end)>(dlsym(h, "ncclGroupEnd"));
     return get_unique_id && comm_init_rank && send && recv && comm_destroy && group_start && group_end;
+  }
+  // Loads NCCL and makes a communicator of every MPI_COMM_WORLD rank
+  // (collective); false, with *comm null, where some rank could not (or
+  // `wanted` is false on some rank): the benchmark leaves NCCL out.
+  bool world_comm(bool wanted, NcclComm *comm) {
+    *comm = nullptr;
+    int rank = 0, size = 0, ok = wanted && load() ? 1 : 0;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    MPI_Allreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+    if (!ok) return false;
+    NcclUniqueId id{};
+    if (rank == 0) get_unique_id(&id);
+    MPI_Bcast(&id, sizeof id, MPI_BYTE, 0, MPI_COMM_WORLD);
+    ok = comm_init_rank(comm, size, id, rank) == 0 ? 1 : 0;
+    MPI_Allreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+    if (!ok && *comm != nullptr) comm_destroy(*comm);
+    if (!ok) *comm = nullptr;
+    return ok == 1;
   }
 };
 

@@ -3,15 +3,18 @@
 if HAVE_CUDA
 noinst_LTLIBRARIES += device/libmpixdevice.la
 device_libmpixdevice_la_SOURCES = device/gpu_query.cu device/gpu.h \
-	device/copy.cu device/copy.h device/cuda_check.h device/ipc.h device/device_scope.h
+	device/copy.cu device/copy.h device/cuda_check.h device/ipc.h device/device_scope.h \
+	device/kernel_copy.cu device/kernel_copy.h device/kernel_copy_desc.h
 src_libmpixcore_la_LIBADD += device/libmpixdevice.la
 else
 src_libmpixcore_la_SOURCES += device/gpu_none.cc device/gpu.h \
-	device/copy_none.cc device/copy.h device/ipc.h
+	device/copy_none.cc device/copy.h device/ipc.h \
+	device/kernel_copy_none.cc device/kernel_copy.h
 endif
 # Where a buffer lives: host C++ in both builds (the driver is dlopen'ed).
 src_libmpixcore_la_SOURCES += device/memtype.cc device/memtype.h device/status.h
-EXTRA_DIST += device/gpu_none.cc device/gpu_query.cu device/copy_none.cc device/copy.cu
+EXTRA_DIST += device/gpu_none.cc device/gpu_query.cu device/copy_none.cc device/copy.cu \
+	device/kernel_copy.cu device/kernel_copy_none.cc
 # Stream triggers: the words a CUDA stream and the progress thread share for
 # stream-triggered operations (mpix/enqueue.cc); the stub refuses CUDA streams.
 if HAVE_CUDA

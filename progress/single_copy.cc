@@ -128,6 +128,11 @@ bool single_copy_to(int world, std::size_t bytes) {
          s.node[static_cast<std::size_t>(world)] == s.mine;
 }
 
+bool same_node(int world) {
+  const State &s = state();
+  return world >= 0 && static_cast<std::size_t>(world) < s.node.size() && s.node[static_cast<std::size_t>(world)] == s.mine;
+}
+
 bool single_copy_enabled() { return state().enabled; }
 const char *single_copy_why_not() { return state().why_not; }
 std::int32_t single_copy_pid() { return state().pid; }

@@ -27,6 +27,9 @@ std::uint64_t node_identity();
 // node and whether reads work (wanted: MPIX_SINGLE_COPY). Messages of at
 // least min_bytes go single-copy.
 void single_copy_start(bool wanted, std::size_t min_bytes, int verbose);
+// Whether MPI_COMM_WORLD rank `world` runs on this node (known whether or
+// not single copy is on).
+bool same_node(int world);
 // Whether a message of `bytes` to MPI_COMM_WORLD rank `world` goes single-copy.
 bool single_copy_to(int world, std::size_t bytes);
 // Whether single-copy is in use at all, and why not (for MPIX_VERBOSE).

@@ -26,7 +26,7 @@ const char *wire_error_string(WireError e) {
 }
 
 WireError check_header(const WireHeader &h, std::size_t payload_bytes, const WireLimits &limits) {
-  if (h.kind < kEager || h.kind > kSingleCopy) return WireError::kBadKind;
+  if (h.kind < kEager || h.kind > kGpuBuffered) return WireError::kBadKind;
   if ((h.flags & ~kFlagSyncAck) != 0) return WireError::kBadFlags;
   // Eager messages are acknowledged at the match, single-copy ones after
   // the read (always); the others complete through their own handshake.
@@ -34,6 +34,10 @@ WireError check_header(const WireHeader &h, std::size_t payload_bytes, const Wir
   if (h.kind == kSingleCopy ? !acked : acked && h.kind != kEager) return WireError::kBadFlags;
   if (h.tag < 0 || h.tag > limits.tag_ub) return WireError::kBadTag;
   if (h.kind == kEager) return payload_bytes == h.bytes ? WireError::kOk : WireError::kBadSize;
+  if (h.kind == kGpuBuffered) {
+    if (h.data_tag < 0 || h.data_tag >= limits.tag_ub) return WireError::kBadDataTag;
+    return payload_bytes == h.bytes ? WireError::kOk : WireError::kBadSize;
+  }
   if (h.kind == kSingleCopy) {
     if (h.data_tag != 0) return WireError::kBadField;
     if (payload_bytes != sizeof(SingleCopyRts))

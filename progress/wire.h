@@ -27,13 +27,18 @@ static_assert(sizeof(WireHeader) == 24, "wire header layout");
 // without its descriptor as payload). kSingleCopy: host data of a process
 // on the receiver's node, announced by a SingleCopyRts that the receiver
 // reads it through (progress/single_copy.h); always with kFlagSyncAck, which
-// the receiver answers once it read the data.
+// the receiver answers once it read the data. kGpuBuffered: the bytes of an
+// earlier GPU rendezvous (same data tag) that no receive took for a while,
+// sent by its sender so that it may complete without the receive (a small
+// device send must not wait for its receive forever: src/p2p/gpu_path.h);
+// never matched itself.
 enum WireKind : std::uint32_t {
   kEager = 1,
   kRendezvous = 2,
   kGpuRendezvous = 3,
   kGpuRendezvousBare = 4,
-  kSingleCopy = 5
+  kSingleCopy = 5,
+  kGpuBuffered = 6
 };
 // An eager synchronous send: the receiver's engine calls Link::matched()
 // once a receive took it, and only then does the send complete.

@@ -77,6 +77,19 @@ const ConfigVar kVars[] = {
      "device-buffer sends up to this many bytes (and at most MPIX_EAGER_LIMIT) go as eager messages through a "
      "pinned bounce buffer; larger ones by GPU rendezvous (CUDA IPC within a node: one copy, no host bounce)",
      [](const Config &c) { return num(c.gpu_eager_limit); }},
+    {"MPIX_GPU_NODE_EAGER_LIMIT", "8192",
+     "device-buffer sends to a process of this node, from a buffer CUDA IPC can map, go eagerly (two copies "
+     "through host memory) only up to this size (and MPIX_GPU_EAGER_LIMIT); larger ones by GPU rendezvous: the "
+     "receiver's GPU copies from the sender's buffer, one copy. 0 (experimental) is faster at every size (6 "
+     "against 10 us at 8 B on two H200s, bench/RESULTS.md); such a send of at most MPIX_GPU_EAGER_LIMIT bytes "
+     "still completes without its receive (MPIX_GPU_BUFFER_AFTER_US), but the device proxy path "
+     "(MPIX_DEVICE_PATH=proxy) hung with it (mpix_gpu(7), BUGS)",
+     [](const Config &c) { return num(c.gpu_node_eager_limit); }},
+    {"MPIX_GPU_BUFFER_AFTER_US", "1000",
+     "a device-buffer send of at most MPIX_GPU_EAGER_LIMIT bytes sent by rendezvous (not synchronous) that no "
+     "receive has taken after this many microseconds sends its bytes after its envelope and completes once the "
+     "receiver kept them, as an eager send would (two blocking sends facing each other then finish)",
+     [](const Config &c) { return num(c.gpu_buffer_after_us); }},
     {"MPIX_GPU_CHUNK", "4194304",
      "bytes per chunk of the staged device-data pipeline (and size of each pinned staging buffer)",
      [](const Config &c) { return num(c.gpu_chunk); }},
@@ -91,6 +104,23 @@ const ConfigVar kVars[] = {
      "peer GPU allocations kept mapped by CUDA IPC (least recently used closed beyond; 0: close after each "
      "transfer). A mapping keeps the sender's freed memory allocated until closed",
      [](const Config &c) { return num(c.gpu_ipc_cache); }},
+    {"MPIX_GPU_KERNEL_COPY", "on",
+     "on: small copies of device-buffer messages (the eager path's device-to-host and host-to-device copies, up "
+     "to MPIX_GPU_KERNEL_COPY_MAX) are done by a resident kernel of one thread block per GPU fed through pinned "
+     "host memory, without a launch or copy-engine job each; off: by cudaMemcpyAsync and a synchronisation",
+     [](const Config &c) { return word(c.gpu_kernel_copy ? "on" : "off"); }},
+    {"MPIX_GPU_KERNEL_COPY_MAX", "8192",
+     "largest copy the resident kernel takes (larger ones go to the copy engines); its pinned staging is 64 "
+     "times this per GPU",
+     [](const Config &c) { return num(c.gpu_kernel_copy_max); }},
+    {"MPIX_GPU_KERNEL_COPY_DEVICE_MAX", "65536",
+     "largest device-to-device copy the resident kernel takes: the receiver's copy of a GPU rendezvous by CUDA "
+     "IPC (the sender's buffer mapped here) up to this size; larger ones go to the copy engines",
+     [](const Config &c) { return num(c.gpu_kernel_copy_device_max); }},
+    {"MPIX_GPU_KERNEL_COPY_IDLE_US", "100",
+     "microseconds without a copy after which the resident kernel exits (the next copy starts it again, one "
+     "launch); an application's cudaDeviceSynchronize or cudaFree waits at most this long for it",
+     [](const Config &c) { return num(c.gpu_kernel_copy_idle_us); }},
     {"MPIX_GPU_MATCH_THRESHOLD", "131072",
      "entries (arrivals + receives) from which an unordered region's batch is matched on the GPU instead of the "
      "CPU (measured crossover on an H200: bench/RESULTS.md); 0: never on the GPU",
@@ -296,12 +326,25 @@ Config config_from_env(char *errors, int errors_len) {
   });
   r.read("MPIX_GPU_EAGER_LIMIT", "0 .. 2^30",
          [&](const char *v) { return parse_int(v, 0, 1L << 30, &c.gpu_eager_limit); });
+  r.read("MPIX_GPU_NODE_EAGER_LIMIT", "0 .. 2^30",
+         [&](const char *v) { return parse_int(v, 0, 1L << 30, &c.gpu_node_eager_limit); });
+  r.read("MPIX_GPU_BUFFER_AFTER_US", "1 .. 10000000",
+         [&](const char *v) { return parse_int(v, 1, 10000000, &c.gpu_buffer_after_us); });
   r.read("MPIX_GPU_CHUNK", "4096 .. 2^30", [&](const char *v) { return parse_int(v, 4096, 1L << 30, &c.gpu_chunk); });
   r.read("MPIX_GPU_PIPELINE", "1 .. 64", [&](const char *v) { return parse_int(v, 1, 64, &c.gpu_pipeline); });
   r.read("MPIX_GPU_PINNED_SLOTS", "0 .. 1048576",
          [&](const char *v) { return parse_int(v, 0, 1L << 20, &c.gpu_pinned_slots); });
   r.read("MPIX_GPU_IPC_CACHE", "0 .. 1048576",
          [&](const char *v) { return parse_int(v, 0, 1L << 20, &c.gpu_ipc_cache); });
+  r.read("MPIX_GPU_KERNEL_COPY", "on or off", [&](const char *v) {
+    return parse_word(v, {"on", "1", "off", "0"}, {true, true, false, false}, &c.gpu_kernel_copy);
+  });
+  r.read("MPIX_GPU_KERNEL_COPY_MAX", "0 .. 1048576",
+         [&](const char *v) { return parse_int(v, 0, 1L << 20, &c.gpu_kernel_copy_max); });
+  r.read("MPIX_GPU_KERNEL_COPY_DEVICE_MAX", "0 .. 2^30",
+         [&](const char *v) { return parse_int(v, 0, 1L << 30, &c.gpu_kernel_copy_device_max); });
+  r.read("MPIX_GPU_KERNEL_COPY_IDLE_US", "1 .. 10000000",
+         [&](const char *v) { return parse_int(v, 1, 10000000, &c.gpu_kernel_copy_idle_us); });
   r.read("MPIX_GPU_MATCH_THRESHOLD", "0 .. 2^32",
          [&](const char *v) { return parse_int(v, 0, 1L << 32, &c.gpu_match_threshold); });
   read_device(c, r);

@@ -29,6 +29,12 @@ struct Config {
   int gpu_pipeline;           // MPIX_GPU_PIPELINE
   long gpu_pinned_slots;        // MPIX_GPU_PINNED_SLOTS
   long gpu_ipc_cache;         // MPIX_GPU_IPC_CACHE
+  bool gpu_kernel_copy;       // MPIX_GPU_KERNEL_COPY
+  long gpu_kernel_copy_max;   // MPIX_GPU_KERNEL_COPY_MAX
+  long gpu_kernel_copy_device_max;  // MPIX_GPU_KERNEL_COPY_DEVICE_MAX
+  long gpu_kernel_copy_idle_us;  // MPIX_GPU_KERNEL_COPY_IDLE_US
+  long gpu_node_eager_limit;  // MPIX_GPU_NODE_EAGER_LIMIT
+  long gpu_buffer_after_us;   // MPIX_GPU_BUFFER_AFTER_US
   long gpu_match_threshold;   // MPIX_GPU_MATCH_THRESHOLD
   // Device-callable send/recv (MPIX_Comm_device_handle); counts are powers
   // of two (others are rounded down).

@@ -70,6 +70,8 @@ const Pvar kPvars[] = {
     {"mpix_gpu_pageable_chunks", kCounter,
      "staged chunks that went through pageable memory (no pinned slot: MPIX_GPU_PINNED_SLOTS)",
      &Sample::gpu_pageable},
+    {"mpix_gpu_kernel_copies", kCounter,
+     "small device copies done by the resident copy kernel (MPIX_GPU_KERNEL_COPY)", &Sample::gpu_kernel_copies},
     {"mpix_single_copy_reads", kCounter,
      "messages received by reading the sender's buffer directly (cross-memory attach, MPIX_SINGLE_COPY)",
      &Sample::single_copy_reads},
@@ -122,6 +124,7 @@ Sample sample_now() {
   s.gpu_staged = g.staged;
   s.gpu_host_rendezvous = g.host_rendezvous;
   s.gpu_pageable = g.pageable;
+  s.gpu_kernel_copies = g.kernel_copies;
   s.gpu_native_staged = p2p::staged_operations();
   s.single_copy_reads = progress::single_copy_stats().reads;
   s.single_copy_bytes = progress::single_copy_stats().bytes;

@@ -77,10 +77,13 @@ void print_statistics(const char *transport, const progress::TransportStats &t) 
   if (g.eager + g.ipc + g.staged + g.host_rendezvous > 0)
     std::fprintf(stderr,
                  "[mpix] rank %d: device-buffer sends eager %llu, ipc %llu, staged %llu, host rendezvous %llu; "
-                 "pageable staging chunks %llu\n",
+                 "pageable staging chunks %llu; kernel copies %llu (launches %llu); buffered after a wait %llu, "
+                 "kept %llu\n",
                  g_runtime.world_rank, static_cast<unsigned long long>(g.eager), static_cast<unsigned long long>(g.ipc),
                  static_cast<unsigned long long>(g.staged), static_cast<unsigned long long>(g.host_rendezvous),
-                 static_cast<unsigned long long>(g.pageable));
+                 static_cast<unsigned long long>(g.pageable), static_cast<unsigned long long>(g.kernel_copies),
+                 static_cast<unsigned long long>(g.kernel_launches), static_cast<unsigned long long>(g.buffered),
+                 static_cast<unsigned long long>(g.buffered_kept));
   if (const progress::SingleCopyStats sc = progress::single_copy_stats(); sc.reads + sc.failures > 0)
     std::fprintf(stderr, "[mpix] rank %d: single-copy reads %llu (%llu bytes), failed %llu\n", g_runtime.world_rank,
                  static_cast<unsigned long long>(sc.reads), static_cast<unsigned long long>(sc.bytes),
@@ -166,6 +169,12 @@ int runtime_start(int thread_provided, int thread_underlying) {
   gpu_config.depth = g_runtime.config.gpu_pipeline;
   gpu_config.ipc_cache = static_cast<std::size_t>(g_runtime.config.gpu_ipc_cache);
   gpu_config.pinned_slots = static_cast<std::size_t>(g_runtime.config.gpu_pinned_slots);
+  gpu_config.kernel_copy = g_runtime.config.gpu_kernel_copy;
+  gpu_config.kernel_copy_max = static_cast<std::size_t>(g_runtime.config.gpu_kernel_copy_max);
+  gpu_config.kernel_copy_device_max = static_cast<std::size_t>(g_runtime.config.gpu_kernel_copy_device_max);
+  gpu_config.kernel_copy_idle_us = static_cast<unsigned>(g_runtime.config.gpu_kernel_copy_idle_us);
+  gpu_config.node_eager_limit = static_cast<std::size_t>(g_runtime.config.gpu_node_eager_limit);
+  gpu_config.buffer_after_us = static_cast<unsigned>(g_runtime.config.gpu_buffer_after_us);
   p2p::gpu_start(gpu_config);
   progress::TransportConfig transport;
   transport.kind = g_runtime.config.transport == 1   ? progress::TransportKind::kPmpi

@@ -89,6 +89,10 @@ void *Message::operator new(std::size_t bytes) {
   return p;
 }
 
+Message::~Message() {
+  if (gpu_waiting_on != nullptr) gpu_forget(*this);
+}
+
 void Message::operator delete(void *p) noexcept {
   if (t_cache_gone) {
     ::operator delete(p);
@@ -226,6 +230,12 @@ void P2PComm::arrived(const progress::Arrival &a) {
     }
     return;
   }
+  if (a.h.kind == kGpuBuffered) {
+    // Never matched: it names an earlier GPU rendezvous of its sender.
+    gpu_buffered_arrival(*this, a);
+    if (link_) link_->consumed(a.source, a.credit);
+    return;
+  }
   auto m = std::make_unique<Message>();
   m->source = a.source;
   m->tag = a.h.tag;
@@ -273,7 +283,7 @@ void P2PComm::keep_unexpected(Message &m) {
     std::memcpy(m.descriptor.get(), m.payload, sizeof(progress::SingleCopyRts));
     m.payload = m.descriptor.get();
   } else {
-    gpu_keep_descriptor(m);
+    gpu_keep_descriptor(*this, m);
   }
   m.comm = weak_from_this();
 }

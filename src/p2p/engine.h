@@ -26,6 +26,7 @@ namespace mpix::p2p {
 // The envelope every transport carries (progress/transport.h).
 using progress::kEager;
 using progress::kGpuRendezvous;
+using progress::kGpuBuffered;
 using progress::kGpuRendezvousBare;
 using progress::kRendezvous;
 using progress::kSingleCopy;
@@ -48,6 +49,14 @@ struct Message {
   char small[kSmall];
   std::weak_ptr<class P2PComm> comm;  // for Mrecv of a message taken by Mprobe
   std::unique_ptr<char[]> descriptor;  // unexpected kGpuRendezvous, kSingleCopy: the sender's descriptor
+  // An unexpected GPU rendezvous's communicator while gpu_path.cc can find
+  // it (for a kGpuBuffered arrival), else nullptr.
+  const void *gpu_waiting_on = nullptr;
+
+  Message() = default;
+  Message(const Message &) = delete;
+  Message &operator=(const Message &) = delete;
+  ~Message();
 
   // From a per-thread cache of freed messages: an unexpected message costs
   // no allocator call in the steady state (a flood of them did, twice).

@@ -7,6 +7,7 @@
 
 #include "device/copy.h"
 #include "device/gpu.h"
+#include "device/kernel_copy.h"
 #include "device/memtype.h"
 #include "src/errors.h"
 
@@ -40,7 +41,17 @@ bool packable(MPI_Count count, std::size_t bytes) {
   return count <= INT_MAX && bytes <= static_cast<std::size_t>(INT_MAX);
 }
 
+// A copy between host memory and device memory of GPU dev, waited for:
+// small ones by the resident copy kernel (no launch, no copy-engine job),
+// the rest, or all where that kernel cannot run, by the copy engines.
+int copy_now(void *dst, bool dst_host, const void *src, bool src_host, std::size_t n, int dev) {
+  const int err = device::kernel_copy(dst, dst_host, src, src_host, n, dev);
+  return err == device::kKernelCopyOff ? device::copy_sync(dst, src, n, dev) : err;
+}
+
 }  // namespace
+
+int copy_to_host(void *dst, const void *src, std::size_t n, int dev) { return copy_now(dst, true, src, false, n, dev); }
 
 int cuda_error(int err, const char *what) {
   if (err == device::kErrNoCuda) return error_code(Err::kDeviceBufferNoCuda);
@@ -52,14 +63,14 @@ int pack_device(const void *buf, MPI_Count count, MPI_Datatype dtype, const Layo
                 std::size_t bytes, MPI_Comm comm) {
   if (bytes == 0) return MPI_SUCCESS;
   if (l.contiguous) {
-    const int err = device::copy_sync(out, byte_at(buf, l.true_lb), bytes, dev);
+    const int err = copy_now(out, true, byte_at(buf, l.true_lb), false, bytes, dev);
     return err ? cuda_error(err, "copy to host") : MPI_SUCCESS;
   }
   if (!packable(count, bytes)) return MPI_ERR_COUNT;
   // A host image of the extent, packed by the MPI library as usual.
   const Extent e = extent_of(dtype, count);
   auto image = std::make_unique<char[]>(e.bytes);
-  const int err = device::copy_sync(image.get(), byte_at(buf, e.lb), e.bytes, dev);
+  const int err = copy_now(image.get(), true, byte_at(buf, e.lb), false, e.bytes, dev);
   if (err) return cuda_error(err, "copy to host");
   return pack_bytes(byte_at(image.get(), -e.lb), static_cast<int>(count), dtype, out, static_cast<int>(bytes), comm);
 }
@@ -75,7 +86,7 @@ int unpack_anywhere(const char *packed, std::size_t n, void *rbuf, MPI_Count cou
       return MPI_SUCCESS;
     }
     if (!gpu::compiled_with_cuda()) return error_code(Err::kDeviceBufferNoCuda);
-    const int err = device::copy_sync(byte_at(rbuf, l.true_lb), packed, n, device::query(rbuf).device);
+    const int err = copy_now(byte_at(rbuf, l.true_lb), false, packed, true, n, device::query(rbuf).device);
     return err ? cuda_error(err, "copy to device") : MPI_SUCCESS;
   }
   if (!packable(count, n)) return MPI_ERR_COUNT;
@@ -87,11 +98,11 @@ int unpack_anywhere(const char *packed, std::size_t n, void *rbuf, MPI_Count cou
   // the gaps between them must keep what the device holds.
   const Extent e = extent_of(dtype, count);
   auto image = std::make_unique<char[]>(e.bytes);
-  int err = device::copy_sync(image.get(), byte_at(rbuf, e.lb), e.bytes, devno);
+  int err = copy_now(image.get(), true, byte_at(rbuf, e.lb), false, e.bytes, devno);
   if (err) return cuda_error(err, "copy to host");
   const int rc = unpack_bytes(packed, static_cast<int>(n), byte_at(image.get(), -e.lb), elements, dtype, comm);
   if (rc != MPI_SUCCESS) return rc;
-  err = device::copy_sync(byte_at(rbuf, e.lb), image.get(), e.bytes, devno);
+  err = copy_now(byte_at(rbuf, e.lb), false, image.get(), true, e.bytes, devno);
   return err ? cuda_error(err, "copy to device") : MPI_SUCCESS;
 }
 

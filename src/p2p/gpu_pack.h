@@ -34,6 +34,10 @@ int cuda_error(int err, const char *what);
 int pack_device(const void *buf, MPI_Count count, MPI_Datatype dtype, const Layout &l, int dev, char *out,
                 std::size_t bytes, MPI_Comm comm);
 
+// Copies n bytes of device memory of GPU dev into host memory (any), and
+// waits: 0 or a CUDA error code.
+int copy_to_host(void *dst, const void *src, std::size_t n, int dev);
+
 // Writes n packed bytes into (rbuf, count, dtype), host or device memory.
 int unpack_anywhere(const char *packed, std::size_t n, void *rbuf, MPI_Count count, MPI_Datatype dtype,
                     MPI_Comm comm);

@@ -1,23 +1,35 @@
 // GPU-aware point-to-point: device buffers in any point-to-point call on a
 // handled communicator, over an MPI library that is not CUDA-aware.
 //
-// The engine (engine.cc) calls four hooks; everything else lives here and
-// in device/ (memtype: where a buffer lives; copy/ipc: the CUDA work).
+// The engine (engine.cc) calls the hooks below; the protocols live in
+// gpu_send.cc (sender) and gpu_recv.cc (receiver), their shared state in
+// gpu_ops.h, start-up and progress in gpu_path.cc, the CUDA work in device/
+// (memtype: where a buffer lives, classified once per call; copy, ipc and
+// kernel_copy: the copies).
 //
 // Protocols (S: send buffer, R: receive buffer):
-// - S on the device, small (<= eager limit, not synchronous): copied to
-//   pinned host memory and sent as an ordinary eager message.
-// - S on the device, larger or synchronous: a GPU rendezvous. The envelope
-//   (kind kGpuRendezvous) carries a GpuRts: the sender's node, process,
-//   allocation base and size, offset and CUDA-IPC handle. The receiver,
-//   once matched, either maps the allocation (cached) and copies from it
-//   with the copy engines into R (host or device), then answers "done"; or
-//   answers "stage" with a chunk size, and the sender streams the data as
-//   chunks through pinned buffers (D2H of chunk k+1 overlapping the PMPI
-//   send of chunk k; on the receiver PMPI receives overlap H2D copies). The
-//   answer goes back on the control shadow under tag 1 + (data_tag mod
-//   tag_ub), which no other message uses; chunks go on the data shadow
-//   under data_tag.
+// - S on the device, to a process of this node, from memory CUDA IPC maps:
+//   a GPU rendezvous above MPIX_GPU_NODE_EAGER_LIMIT (8192; 0: every size,
+//   experimental). The
+//   envelope (kind kGpuRendezvous) carries a GpuRts: the sender's node,
+//   process, allocation base and size, offset and CUDA-IPC handle. The
+//   receiver, once matched, maps the allocation (cached) and copies from it
+//   into R (host or device): small copies by the resident copy kernel
+//   (device/kernel_copy.h), larger ones by the copy engines; then answers
+//   "done". A send of at most MPIX_GPU_EAGER_LIMIT bytes that no receive
+//   took within MPIX_GPU_BUFFER_AFTER_US sends its bytes after the
+//   envelope (kGpuBuffered), and the receiver, if the envelope is still
+//   unexpected, keeps them as an eager message in its place and answers
+//   "done": such a send completes without its receive, as an eager one.
+// - S on the device, otherwise: small (<= MPIX_GPU_EAGER_LIMIT, not
+//   synchronous) copied to host memory and sent as an ordinary eager
+//   message; larger or synchronous ones by GPU rendezvous, which a
+//   receiver on another node answers "stage" with a chunk size: the sender
+//   streams the data as chunks through pinned buffers (D2H of chunk k+1
+//   overlapping the PMPI send of chunk k; on the receiver PMPI receives
+//   overlap H2D copies). The answer goes back on the control shadow under
+//   tag 1 + (data_tag mod tag_ub), which no other message uses; chunks go on
+//   the data shadow under data_tag.
 // - S on the host, R on the device: the engine's protocols unchanged; the
 //   receiver lands the bytes in host memory and copies them up.
 // - Non-contiguous datatypes on the device: the sender copies the buffer's
@@ -47,6 +59,7 @@
 #include <cstdint>
 #include <mutex>
 
+#include "progress/transport.h"
 #include "request.h"
 
 namespace mpix::p2p {
@@ -63,6 +76,12 @@ struct GpuConfig {
   int depth = 0;                // MPIX_GPU_PIPELINE
   std::size_t ipc_cache = 0;    // MPIX_GPU_IPC_CACHE
   std::size_t pinned_slots = 0;  // MPIX_GPU_PINNED_SLOTS (0: no cap)
+  bool kernel_copy = false;          // MPIX_GPU_KERNEL_COPY
+  std::size_t kernel_copy_max = 0;   // MPIX_GPU_KERNEL_COPY_MAX
+  std::size_t kernel_copy_device_max = 0;  // MPIX_GPU_KERNEL_COPY_DEVICE_MAX
+  unsigned kernel_copy_idle_us = 0;  // MPIX_GPU_KERNEL_COPY_IDLE_US
+  std::size_t node_eager_limit = 0;  // MPIX_GPU_NODE_EAGER_LIMIT
+  unsigned buffer_after_us = 0;      // MPIX_GPU_BUFFER_AFTER_US
 };
 
 // MPI_Init (after p2p_configure) and MPI_Finalize.
@@ -77,19 +96,35 @@ bool gpu_transmit(P2PComm &c, const void *buf, int count, MPI_Datatype dtype, in
                   Request *r, std::unique_lock<std::mutex> *lock, int *rc);
 // P2PComm::deliver: a GPU rendezvous, or any message for a device buffer.
 bool gpu_deliver(P2PComm &c, Request *r, Message &m);
-// P2PComm::on_arrival: an unexpected GPU rendezvous keeps its descriptor.
-void gpu_keep_descriptor(Message &m);
+// P2PComm::keep_unexpected: an unexpected GPU rendezvous keeps its
+// descriptor, and can be found by a kGpuBuffered arrival.
+void gpu_keep_descriptor(P2PComm &c, Message &m);
+// P2PComm::arrived: a kGpuBuffered arrival (the bytes of a GPU rendezvous
+// that waited): its envelope, if still unexpected, becomes an eager message.
+void gpu_buffered_arrival(P2PComm &c, const progress::Arrival &a);
+// A Message so found is being destroyed (or delivered).
+void gpu_forget(Message &m);
 // progress_poll(): advances copies and pipelines; events handled.
 int gpu_progress();
 // Whether GPU transfers are in flight (no lock needed): a matched one still
 // needs this process's progress (the receiver's replies, the sender's
 // chunks), so the liveness thread polls while there are.
 bool gpu_busy();
+// Whether the liveness thread should poll now and then even with nothing
+// pending here: small device sends within a node go by rendezvous and
+// complete, when no receive takes them, only once this process reads the
+// bytes they send after a wait (MPIX_GPU_BUFFER_AFTER_US), which it may
+// be blocked elsewhere for (no lock needed).
+bool gpu_wants_idle_polls();
 
 // Counters (tests, MPIX_VERBOSE): transfers per path.
 struct GpuStats {
   std::uint64_t eager = 0, ipc = 0, staged = 0, host_rendezvous = 0;
   std::uint64_t pageable = 0;  // staged chunks through pageable memory (no pinned slot)
+  std::uint64_t kernel_copies = 0, kernel_launches = 0;  // device/kernel_copy.h
+  // Rendezvous sends whose bytes followed after MPIX_GPU_BUFFER_AFTER_US
+  // (sender), and such bytes kept as unexpected eager messages (receiver).
+  std::uint64_t buffered = 0, buffered_kept = 0;
 };
 GpuStats gpu_stats();
 

@@ -70,7 +70,7 @@ void run() {
     const bool polled = polls != last_polls;  // the application polls by itself
     last_polls = polls;
     busy_period = polled ? std::min<std::chrono::microseconds>(busy_period * 2, kBusyPeriodMax) : kPendingPeriod;
-    if (polled || !work_pending()) continue;
+    if (polled || !(work_pending() || gpu_wants_idle_polls())) continue;
     lock.unlock();
     {
       // Never wait for the engine: whoever holds it is progressing.

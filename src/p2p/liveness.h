@@ -10,7 +10,9 @@
 // posted receive waits, a transport transfer or a GPU transfer (IPC copy,
 // staged chunks) is in flight, and the application has not polled
 // recently, closes that gap at the cost of a wakeup every few hundred
-// microseconds.
+// microseconds. Where small device sends may wait for this process
+// (gpu_wants_idle_polls), it also polls once a millisecond when nothing is
+// pending, so that they complete while it blocks elsewhere.
 #ifndef MPIX_SRC_P2P_LIVENESS_H
 #define MPIX_SRC_P2P_LIVENESS_H
 

@@ -36,10 +36,16 @@ WireLimits limits_of(std::uint8_t b) {
 
 // What the engine does with an envelope that passed check_header.
 void use(const WireHeader &h, const std::uint8_t *payload, std::size_t payload_bytes, const WireLimits &l) {
-  if (h.kind < kEager || h.kind > kSingleCopy) fail("an unknown kind");
+  if (h.kind < kEager || h.kind > kGpuBuffered) fail("an unknown kind");
   if (h.tag < 0 || h.tag > l.tag_ub) fail("a tag out of range");
   if ((h.flags & ~kFlagSyncAck) != 0) fail("unknown flags");
   if (h.kind == kEager) {
+    std::vector<std::uint8_t> copy(static_cast<std::size_t>(h.bytes));  // bounded: payload_bytes == h.bytes
+    if (h.bytes > 0) std::memcpy(copy.data(), payload, static_cast<std::size_t>(h.bytes));
+  } else if (h.kind == kGpuBuffered) {
+    // The bytes of an earlier GPU rendezvous, kept in its envelope's place.
+    if (h.flags != 0) fail("flags on buffered GPU bytes");
+    if (h.data_tag < 0 || h.data_tag >= l.tag_ub) fail("a data tag out of range");
     std::vector<std::uint8_t> copy(static_cast<std::size_t>(h.bytes));  // bounded: payload_bytes == h.bytes
     if (h.bytes > 0) std::memcpy(copy.data(), payload, static_cast<std::size_t>(h.bytes));
   } else if (h.kind == kSingleCopy) {

@@ -25,6 +25,14 @@ test_gpu_progress_device_LDADD = src/libmpix.la $(MPI_LIBS) $(CUDA_LIBS)
 test_gpu_progress_device_LDFLAGS = -no-install
 test_gpu_progress_device_LINK = $(LIBTOOL) $(AM_V_lt) --tag=CXX --mode=link $(CXX) $(AM_CXXFLAGS) $(CXXFLAGS) \
 	$(test_gpu_progress_device_LDFLAGS) $(LDFLAGS) -o $@
+# Small device messages through the resident copy kernel (issue 25).
+MPIX_GPU_TESTS += test/gpu/p2p_kernel_copy
+check_PROGRAMS += test/gpu/p2p_kernel_copy
+test_gpu_p2p_kernel_copy_SOURCES = test/gpu/p2p_kernel_copy.cu
+test_gpu_p2p_kernel_copy_LDADD = src/libmpix.la $(MPI_LIBS) $(CUDA_LIBS)
+test_gpu_p2p_kernel_copy_LDFLAGS = -no-install
+test_gpu_p2p_kernel_copy_LINK = $(LIBTOOL) $(AM_V_lt) --tag=CXX --mode=link $(CXX) $(AM_CXXFLAGS) $(CXXFLAGS) \
+	$(test_gpu_p2p_kernel_copy_LDFLAGS) $(LDFLAGS) -o $@
 MPIX_TESTLISTS += test/gpu/testlist
 else
 MPIX_TEST_SKIPS += --skip test/gpu "built without CUDA"
@@ -76,7 +84,7 @@ endif
 # tree paths under .gpu-bundle/. Carried to the GPU machine, it spares
 # test/gpu/run.sh the build there (minutes of the device budget).
 if HAVE_CUDA
-MPIX_GPU_BUNDLE = $(MPIX_GPU_TESTS) test/mpi/p2p/region_batch test/mpi/p2p/region examples/matching_demo bench/bench_gpu_p2p \
+MPIX_GPU_BUNDLE = $(MPIX_GPU_TESTS) test/mpi/p2p/region_batch test/mpi/p2p/region examples/matching_demo bench/bench_gpu_p2p bench/bench_gpu_suite \
 	bench/bench_stream bench/bench_jacobi bench/bench_gpu_copy bench/bench_gpu_match bench/bench_dev_p2p
 # The programs are made after `all` (a make of its own), not beside it: under
 # -j both would link src/libmpix.la at once, and a program's link then found

@@ -49,6 +49,25 @@ namespace mpix_test {
 
 namespace mpix_test {
 
+// MPI_Init for a program of two ranks with a GPU each (or both on one):
+// makes GPU rank % count current and returns true; otherwise says
+// "skipped: ..." on rank 0, finalizes, and returns false (exit with 77).
+inline bool init_two_ranks_with_gpu(int *argc, char ***argv, int *rank, int *ngpu) {
+  MPI_Init(argc, argv);
+  int nprocs = 0;
+  *ngpu = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &nprocs);
+  if (cudaGetDeviceCount(ngpu) != cudaSuccess || *ngpu == 0 || nprocs != 2) {
+    (void)cudaGetLastError();
+    if (*rank == 0) std::printf("skipped: needs 2 ranks and a GPU (ranks %d, GPUs %d)\n", nprocs, *ngpu);
+    MPI_Finalize();
+    return false;
+  }
+  CHECK_CUDA(cudaSetDevice(*rank % *ngpu));
+  return true;
+}
+
 // Makes GPU rank % device_count current; returns it, or -1 without a GPU.
 inline int use_gpu_of_rank(int rank) {
   int ngpu = 0;

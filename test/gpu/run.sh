@@ -27,7 +27,8 @@
 # both paths, without the tests), bench-dev
 # (device-initiated send/recv, bench/bench_dev_p2p), dev-tests (only the
 # dev_* lines of the GPU testlist, with memcheck and racecheck), scaling
-# (issue 8: bench/run_scaling.sh on every GPU of the host), reuse (issue 24:
+# (issue 8: bench/run_scaling.sh on every GPU of the host), suite (issue 25:
+# the copy kernel's tests and bench_gpu_suite per setting), reuse (issue 24:
 # dev_reuse and p2p_native, then each under compute-sanitizer with 2 ranks). The build
 # always runs first, so any stage can run alone.
 #
@@ -208,6 +209,47 @@ if has_stage reuse; then
   run_sublist reuse "(dev_reuse|p2p_native) " 300
   mps_stop
   memcheck_two_ranks
+fi
+
+if has_stage suite; then
+  log "suite: the resident copy kernel's tests, then bench_gpu_suite (latency, bw, bibw, mr) per setting"
+  run_sublist suite "(p2p_kernel_copy|p2p_device 2 env:MPIX_VERBOSE=1 env:P2P_DEVICE_SMALL) " 150
+  # One row set per setting, same run: the defaults; the copy kernel off
+  # (the copy engines, as before issue 25); small messages by IPC
+  # rendezvous (eager off); the inter-node path (staging over TCP).
+  suite() {  # NAME MAXBYTES ENV...
+    local name=$1 max=$2; shift 2
+    timeout 240 env "$@" "$MPIEXEC" -n 2 bench/bench_gpu_suite "$OUT/suite_$name.csv" "$max" >"$OUT/suite_$name.txt" 2>&1 ||
+      { echo "bench_gpu_suite ($name) failed (exit $?)"; bench_fail=1; }
+    echo "-- bench_gpu_suite $name: $*"; cat "$OUT/suite_$name.txt"
+  }
+  mps_start
+  if [ -x bench/bench_gpu_copy ]; then
+    for b in 8 1024 8192; do timeout 60 bench/bench_gpu_copy -b $b; done >"$OUT/bench_gpu_copy.txt" 2>&1
+    cat "$OUT/bench_gpu_copy.txt"
+  fi
+  # MPIX_SUITE_SETS picks the settings (default: all of them): the
+  # defaults; before issue 25 (eager within a node, copy engines only);
+  # eager within a node with the copy kernel; the kernel for device copies
+  # up to 64 KiB (the threshold's measurement); the inter-node path
+  # (staging over TCP).
+  sets=" ${MPIX_SUITE_SETS:-default before node_eager devmax64k staging_tcp} "
+  if [ -x bench/bench_gpu_suite ]; then
+    [[ $sets == *" default "* ]] && suite default 4194304 MPIX_VERBOSE=0
+    [[ $sets == *" before "* ]] && suite before 4194304 MPIX_GPU_KERNEL_COPY=off MPIX_GPU_NODE_EAGER_LIMIT=8192
+    [[ $sets == *" node_eager "* ]] && suite node_eager 65536 MPIX_GPU_NODE_EAGER_LIMIT=8192
+    [[ $sets == *" devmax64k "* ]] && suite devmax64k 262144 MPIX_GPU_KERNEL_COPY_DEVICE_MAX=65536
+    [[ $sets == *" staging_tcp "* ]] && suite staging_tcp 4194304 MPIX_GPU_PATH=staging UCX_TLS=tcp,self
+  fi
+  mps_stop
+  if command -v compute-sanitizer >/dev/null; then
+    if timeout 300 "$MPIEXEC" -n 2 compute-sanitizer --tool memcheck --error-exitcode 9 test/gpu/p2p_kernel_copy \
+      >"$OUT/sanitizer-p2p_kernel_copy.log" 2>&1; then
+      echo "memcheck clean (2 ranks): p2p_kernel_copy"
+    else
+      echo "memcheck FAILED (2 ranks): p2p_kernel_copy"; san_fail=1; tail -n 30 "$OUT/sanitizer-p2p_kernel_copy.log"
+    fi
+  fi
 fi
 
 if has_stage bench-cpu; then

@@ -149,3 +149,15 @@ test_unit_test_single_copy_CPPFLAGS = $(GTEST_CPPFLAGS) $(MPI_CPPFLAGS) -I$(top_
 test_unit_test_single_copy_CXXFLAGS = $(MPIX_CXXFLAGS) $(MPIX_MATCH_SANITIZE)
 test_unit_test_single_copy_LDFLAGS = $(MPIX_MATCH_SANITIZE)
 test_unit_test_single_copy_LDADD = $(GTEST_LIBS) $(MPI_LIBS)
+
+# The resident copy kernel's descriptor (device/kernel_copy_desc.h): lap
+# tags, inline payloads, half-written lines never taken. No GPU needed.
+if HAVE_GTEST
+check_PROGRAMS += test/unit/test_kernel_copy_desc
+MPIX_UNIT_TESTS += test/unit/test_kernel_copy_desc
+endif
+test_unit_test_kernel_copy_desc_SOURCES = test/unit/test_kernel_copy_desc.cc device/kernel_copy_desc.h
+test_unit_test_kernel_copy_desc_CPPFLAGS = $(GTEST_CPPFLAGS) -I$(top_srcdir)
+test_unit_test_kernel_copy_desc_CXXFLAGS = $(MPIX_CXXFLAGS) $(MPIX_MATCH_SANITIZE)
+test_unit_test_kernel_copy_desc_LDFLAGS = $(MPIX_MATCH_SANITIZE)
+test_unit_test_kernel_copy_desc_LDADD = $(GTEST_LIBS)

@@ -38,7 +38,7 @@ TEST(WireHeader, ValidEnvelopesPass) {
 }
 
 TEST(WireHeader, UnknownKindsAreRejected) {
-  for (std::uint32_t kind : {0u, 6u, 0xffffffffu}) {
+  for (std::uint32_t kind : {0u, 7u, 0xffffffffu}) {
     WireHeader h = rndv(kRendezvous);
     h.kind = kind;
     EXPECT_EQ(check_header(h, 0, kLimits), WireError::kBadKind) << kind;
@@ -82,6 +82,27 @@ TEST(WireHeader, PayloadsThatDisagreeWithTheEnvelopeAreRejected) {
   EXPECT_EQ(check_header(rndv(kGpuRendezvous), 111, kLimits), WireError::kTruncated);
   EXPECT_EQ(check_header(rndv(kGpuRendezvous), 0, kLimits), WireError::kTruncated);
   EXPECT_EQ(check_header(rndv(kGpuRendezvous), 113, kLimits), WireError::kBadSize);
+}
+
+// The bytes of a GPU rendezvous that waited too long (kGpuBuffered): exactly
+// the message after the envelope, a valid data tag (it names the
+// rendezvous), no flags.
+TEST(GpuBuffered, ValidEnvelopesPassAndBadOnesAreRejected) {
+  const WireHeader ok{5, kGpuBuffered, 100, 17, 0};
+  EXPECT_EQ(check_header(ok, 100, kLimits), WireError::kOk);
+  EXPECT_EQ(check_header(ok, 99, kLimits), WireError::kBadSize);
+  EXPECT_EQ(check_header(ok, 101, kLimits), WireError::kBadSize);
+  WireHeader h = ok;
+  h.flags = kFlagSyncAck;
+  EXPECT_EQ(check_header(h, 100, kLimits), WireError::kBadFlags);
+  for (int dt : {-1, kTagUb}) {
+    h = ok;
+    h.data_tag = dt;
+    EXPECT_EQ(check_header(h, 100, kLimits), WireError::kBadDataTag) << dt;
+  }
+  h = ok;
+  h.tag = -1;
+  EXPECT_EQ(check_header(h, 100, kLimits), WireError::kBadTag);
 }
 
 // Single-copy envelopes (kSingleCopy): always acknowledged, data tag 0,

@@ -1,0 +1,73 @@
+// Small copies between host and device memory without a launch or a copy-
+// engine job per copy: a resident kernel of one thread block per GPU reads
+// copy descriptors from pinned host memory, copies, and raises a completion
+// word in host memory that the caller spins on.
+//
+// Why: a host-issued cudaMemcpyAsync + synchronisation of 8 bytes costs
+// 5-9 us on an H100/H200 (bench/RESULTS.md, "What one small host-driven GPU
+// operation costs"); the eager path of a device-buffer message did two of
+// them. The resident kernel picks a descriptor up in one PCIe read and
+// signals in one posted write, about 1-2 us for the whole copy.
+//
+// Descriptor protocol (pinned host memory, 64 bytes = one cache line):
+// eight 64-bit words, each carrying the slot's lap tag in its top byte, so
+// the kernel reads the whole descriptor in one round trip and takes it
+// only when every word carries the tag it expects (a torn read of a line
+// being written shows a mix of tags and is read again). Payloads up to
+// 35 bytes ride in the descriptor, 7 bytes per word (kernel_copy_desc.h);
+// larger host sources are copied into the slot's pinned staging first.
+// The kernel handles descriptors in sequence order and writes the number
+// of the last one done; the host holds one in flight at a time.
+//
+// The kernel exits after MPIX_GPU_KERNEL_COPY_IDLE_US without work (so an
+// application's cudaDeviceSynchronize or cudaFree waits at most that long
+// for it) and is launched again by the next copy. A copy whose kernel
+// exited before taking it is found by querying the kernel's stream while
+// waiting, and the kernel relaunched at that descriptor.
+//
+// Host-only interface: kernel_copy.cu implements it, kernel_copy_none.cc
+// answers kKernelCopyOff (callers fall back to copy_sync).
+#ifndef MPIX_DEVICE_KERNEL_COPY_H
+#define MPIX_DEVICE_KERNEL_COPY_H
+
+#include <cstddef>
+#include <cstdint>
+
+namespace mpix::device {
+
+// kernel_copy's answer when it cannot take the copy (off, too large, no
+// GPU, or the kernel could not be started): use copy_sync instead.
+constexpr int kKernelCopyOff = 100001;
+
+struct KernelCopyConfig {
+  bool enabled = false;        // MPIX_GPU_KERNEL_COPY
+  std::size_t max_bytes = 0;   // MPIX_GPU_KERNEL_COPY_MAX: with a host side
+  std::size_t device_max = 0;  // MPIX_GPU_KERNEL_COPY_DEVICE_MAX: device to device (peer memory)
+  unsigned idle_us = 100;      // MPIX_GPU_KERNEL_COPY_IDLE_US
+};
+
+void kernel_copy_configure(const KernelCopyConfig &config);
+
+// Whether kernel_copy takes copies of n bytes with a host side (or
+// device to device), though it may still answer kKernelCopyOff if the
+// kernel cannot run on the device.
+bool kernel_copy_takes(std::size_t n, bool host_side);
+
+// Copies n bytes on GPU `device` and waits for them. A side marked *_host
+// is any host memory (pageable too: it goes through the slot's pinned
+// staging); the other side is device memory of `device` or mapped into it.
+// 0, a CUDA error code (error_string()), or kKernelCopyOff.
+int kernel_copy(void *dst, bool dst_host, const void *src, bool src_host, std::size_t n, int device);
+
+struct KernelCopyStats {
+  std::uint64_t copies = 0;    // copies done by the resident kernel
+  std::uint64_t launches = 0;  // times it was (re)started
+};
+KernelCopyStats kernel_copy_stats();
+
+// Stops the kernels and frees their memory (MPI_Finalize).
+void kernel_copy_finalize();
+
+}  // namespace mpix::device
+
+#endif

@@ -1,0 +1,13 @@
+// Without CUDA there is no resident copy kernel: every copy is refused with
+// kKernelCopyOff (and none can be asked for: no device memory exists).
+#include "kernel_copy.h"
+
+namespace mpix::device {
+
+void kernel_copy_configure(const KernelCopyConfig &) {}
+bool kernel_copy_takes(std::size_t, bool) { return false; }
+int kernel_copy(void *, bool, const void *, bool, std::size_t, int) { return kKernelCopyOff; }
+KernelCopyStats kernel_copy_stats() { return {}; }
+void kernel_copy_finalize() {}
+
+}  // namespace mpix::device

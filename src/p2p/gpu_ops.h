@@ -1,0 +1,117 @@
+// What the GPU protocols share (internal to src/p2p): the engine's
+// channels (GpuAccess), the process state set at MPI_Init, the operations
+// in flight and their pipeline pieces. The protocols, by side:
+// gpu_send.cc (eager sends from device buffers, the rendezvous sender),
+// gpu_recv.cc (deliveries into device buffers, the rendezvous receiver,
+// kGpuBuffered arrivals); gpu_path.cc starts, stops and progresses them.
+#ifndef MPIX_SRC_P2P_GPU_OPS_H
+#define MPIX_SRC_P2P_GPU_OPS_H
+
+#include <mpi.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "device/copy.h"
+#include "engine.h"
+#include "gpu_cache.h"
+#include "gpu_path.h"
+#include "gpu_wire.h"
+
+namespace mpix::p2p {
+
+// The engine's channels, for the GPU protocols (friend of P2PComm).
+struct GpuAccess {
+  static MPI_Comm ctrl(const P2PComm &c) { return c.ctrl_; }
+  static MPI_Comm data(const P2PComm &c) { return c.data_; }
+  static int next_data_tag(P2PComm &c, int dest) { return c.next_data_tag(dest); }
+  static int world(const P2PComm &c, int rank) { return c.world_[static_cast<std::size_t>(rank)]; }
+  // Sends bytes of a scratch buffer that the next send reuses.
+  static int transmit_scratch(P2PComm &c, const char *bytes, std::size_t n, int dest, int tag, SendMode mode,
+                              Request *r, std::unique_lock<std::mutex> *lock) {
+    return c.transmit(bytes, static_cast<int>(n), MPI_BYTE, dest, tag, mode, r, lock, PayloadLife::kDuringCall);
+  }
+  // The envelope of a GPU rendezvous, in order with the communicator's
+  // other messages (the transport's), descriptor after it.
+  static int send_envelope(P2PComm &c, int dest, const WireHeader &h, const void *descriptor, std::size_t n) {
+    bool pending = false;
+    return c.link_->send_eager(dest, h, descriptor, n, nullptr, &pending);
+  }
+  // A host rendezvous's payload, received as packed bytes.
+  static int pull(P2PComm &c, const Message &m, void *into, std::size_t bytes, progress::Pending *done) {
+    return c.link_->pull(m.arrival(), into, static_cast<int>(bytes), MPI_PACKED, done);
+  }
+};
+
+
+namespace gpu_detail {
+
+// ---- process state (gpu_path.cc; set by gpu_start) ----
+
+extern GpuConfig g_config;
+extern GpuStats g_stats;
+extern std::uint64_t g_host;  // progress::node_identity()
+extern std::int32_t g_pid;
+// Separate pools per direction: a send slot is released only when the
+// peer received it, a receive slot when its H2D copy finished, which never
+// waits on the network, so sends and receives cannot starve each other.
+extern std::unique_ptr<SlotPool> g_send_slots, g_recv_slots;
+extern std::unique_ptr<IpcCache> g_ipc;
+
+// An answer to a GPU rendezvous (reply tag of data_tag, control channel).
+int send_reply(const P2PComm &c, int dest, int data_tag, std::uint32_t mode, std::uint64_t chunk);
+
+// A GPU transfer in progress. Underlying PMPI requests are owned by small
+// Pending members (the inflight set calls back into them); the op is
+// destroyed by gpu_progress() once it is finished and none is outstanding.
+struct Op {
+  virtual ~Op() = default;
+  virtual void poll() = 0;
+  bool finished = false;
+  int outstanding = 0;  // PMPI requests in the inflight set
+};
+
+struct Piece;  // one chunk of a pipeline
+
+struct PieceDone final : progress::Pending {
+  Piece *piece = nullptr;
+  void on_complete(const MPI_Status &st) override;
+};
+
+struct Piece {
+  // kReady: its bytes are on the host, waiting for the chunks before it to
+  // go out first.
+  enum State { kIdle, kCopying, kReady, kNetwork, kLanded } state = kIdle;
+  Op *op = nullptr;
+  std::size_t index = 0;
+  void *slot = nullptr;         // a pinned slot, or
+  std::vector<char> pageable;   // when none could be had: slower, still correct
+  char *host = nullptr;         // the one of them in use (staged pieces)
+  device::CopyEvent event = nullptr;
+  PieceDone done;
+  int error = MPI_SUCCESS;
+};
+
+// A staged piece's host memory: a pinned slot of the pool, or, when pinned
+// memory runs out (or MPIX_GPU_PINNED_SLOTS caps it), pageable memory of the
+// piece's own, which the copy engine reads and writes too, only slower.
+char *take_host_buffer(SlotPool &pool, Piece &p, std::size_t bytes);
+void give_back_host_buffer(SlotPool &pool, Piece &p);
+
+// Hands an operation to gpu_progress(), which polls it until finished.
+Op *adopt(std::unique_ptr<Op> op);
+
+// gpu_send.cc: forgets exported IPC handles (MPI_Finalize).
+void clear_exported();
+// gpu_recv.cc: opens a peer's allocation for the IPC cache.
+int ipc_open_key(const IpcKey &k, void **ptr);
+// gpu_send.cc / gpu_recv.cc: the eager bounce buffer, freed at finalize.
+void free_bounce_buffer();
+
+}  // namespace gpu_detail
+}  // namespace mpix::p2p
+
+#endif

@@ -1,0 +1,341 @@
+// The receiving side of the GPU protocols: deliveries into device
+// buffers, the GPU rendezvous receiver (IPC copy or staged chunks), and
+// kGpuBuffered arrivals (gpu_path.h).
+#include <cstdio>
+#include <cstring>
+#include <memory>
+#include <unordered_map>
+#include <vector>
+
+#include "datatype.h"
+#include "device/copy.h"
+#include "device/gpu.h"
+#include "device/ipc.h"
+#include "device/kernel_copy.h"
+#include "device/memtype.h"
+#include "engine.h"
+#include "gpu_cache.h"
+#include "gpu_ops.h"
+#include "gpu_pack.h"
+#include "gpu_tags.h"
+#include "gpu_wire.h"
+#include "progress/immortal.h"
+#include "progress/single_copy.h"
+#include "progress/wire.h"
+#include "src/errors.h"
+
+namespace mpix::p2p {
+namespace gpu_detail {
+namespace {
+
+// Receiver side: GPU rendezvous envelopes no receive has taken yet, by
+// (communicator, source, data tag), for a kGpuBuffered arrival to find.
+struct WaitKey {
+  const void *comm;
+  int source, data_tag;
+  bool operator==(const WaitKey &o) const { return comm == o.comm && source == o.source && data_tag == o.data_tag; }
+};
+struct WaitKeyHash {
+  std::size_t operator()(const WaitKey &k) const {
+    return std::hash<const void *>()(k.comm) ^ (static_cast<std::size_t>(k.source) * 0x9e3779b97f4a7c15ull) ^
+           static_cast<std::size_t>(static_cast<unsigned>(k.data_tag));
+  }
+};
+std::unordered_map<WaitKey, Message *, WaitKeyHash> &waiting() {
+  // Immortal: a Message destroyed during static destruction still looks.
+  static Immortal<std::unordered_map<WaitKey, Message *, WaitKeyHash>> m;
+  return m.get();
+}
+
+// Receiver of a GPU rendezvous (IPC copy or staged chunks), or of a host
+// rendezvous whose destination is on the device.
+struct RecvOp final : Op, progress::Pending {
+  enum Mode { kIpc, kStage, kHostRendezvous } mode = kStage;
+  std::shared_ptr<P2PComm> comm;
+  Request *r = nullptr;
+  int source = 0, tag = 0, data_tag = 0;
+  std::size_t bytes = 0;       // what the sender sends
+  std::size_t deliver = 0;     // what fits (min(bytes, capacity))
+  int status = MPI_SUCCESS;    // MPI_ERR_TRUNCATE or an error
+  // Destination: contiguous (dst, on device dst_device or the host), or
+  // the packed buffer unpacked at the end.
+  char *dst = nullptr;
+  bool dst_on_device = false;
+  int dst_device = 0;
+  std::unique_ptr<char[]> packed;
+  // kIpc
+  IpcKey key;
+  bool mapped = false;
+  device::CopyEvent event = nullptr;
+  bool copying = false;
+  // kStage
+  ChunkPlan plan;
+  std::size_t next = 0, completed = 0;
+  std::vector<std::unique_ptr<Piece>> pieces;
+
+  void complete() {
+    if (finished) return;
+    finished = true;
+    if (packed && status != MPI_ERR_OTHER) {
+      const int rc = unpack_anywhere(packed.get(), deliver, r->rbuf, r->count, r->dtype, GpuAccess::ctrl(*comm));
+      if (rc != MPI_SUCCESS) status = rc;
+    }
+    if (mode == kIpc) {
+      if (mapped) g_ipc->release(key);
+      send_reply(*comm, source, data_tag, kReplyDone, 0);
+    }
+    r->inner_busy = false;
+    r->finish(source, tag, status, static_cast<MPI_Count>(deliver));
+  }
+
+  // kHostRendezvous: the whole message landed in `packed`.
+  void on_complete(const MPI_Status &st) override {
+    --outstanding;
+    if (st.MPI_ERROR != MPI_SUCCESS) status = st.MPI_ERROR;
+    complete();
+  }
+
+  void poll() override {
+    if (finished) return;
+    if (mode == kIpc) {
+      if (!copying) return;
+      const int st = device::event_poll(event);
+      if (st == 0) return;
+      copying = false;
+      if (st < 0) status = cuda_error(-st, "IPC copy");
+      complete();
+      return;
+    }
+    if (mode != kStage) return;
+    for (auto &pp : pieces) {
+      Piece &p = *pp;
+      if (p.state == Piece::kLanded && p.host != nullptr && p.event == nullptr) {
+        // Landed in host memory: up to the device, buffer freed after.
+        const std::size_t off = plan.offset(p.index), len = plan.length(p.index);
+        const int err = device::copy_async(dst + off, p.host, len, dst_device, &p.event);
+        if (err) {
+          status = cuda_error(err, "copy to device");
+          p.event = nullptr;
+        } else {
+          p.state = Piece::kCopying;
+          continue;
+        }
+      }
+      if (p.state == Piece::kCopying) {
+        const int st = device::event_poll(p.event);
+        if (st == 0) continue;
+        if (st < 0) status = cuda_error(-st, "copy to device");
+        p.state = Piece::kLanded;
+      }
+      if (p.state == Piece::kLanded) {
+        if (p.error != MPI_SUCCESS) status = p.error;
+        give_back_host_buffer(*g_recv_slots, p);
+        p.event = nullptr;
+        p.state = Piece::kIdle;
+        ++completed;
+      }
+    }
+    for (auto &pp : pieces) {
+      if (next >= plan.count()) break;
+      if (pp->state == Piece::kIdle) post_piece(*pp);
+    }
+    while (next < plan.count() && pieces.size() < static_cast<std::size_t>(g_config.depth)) {
+      pieces.push_back(std::make_unique<Piece>());
+      pieces.back()->op = this;
+      pieces.back()->done.piece = pieces.back().get();
+      post_piece(*pieces.back());
+    }
+    if (completed == plan.count()) complete();
+  }
+
+  void post_piece(Piece &p) {
+    p.index = next++;
+    p.error = MPI_SUCCESS;
+    p.event = nullptr;
+    const std::size_t off = plan.offset(p.index), len = plan.length(p.index);
+    char *into = nullptr;
+    if (packed) into = packed.get() + off;
+    else if (!dst_on_device) into = dst + off;
+    else into = take_host_buffer(*g_recv_slots, p, plan.chunk);
+    MPI_Request req = MPI_REQUEST_NULL;
+    const int rc = PMPI_Irecv(into, static_cast<int>(len), MPI_BYTE, source, data_tag, GpuAccess::data(*comm), &req);
+    if (rc != MPI_SUCCESS) {
+      p.error = rc;
+      p.state = Piece::kLanded;
+      return;
+    }
+    p.state = Piece::kNetwork;
+    ++outstanding;
+    progress::inflight().add(req, &p.done);
+  }
+};
+
+// The GPU whose context maps the next allocation (the one that copies).
+int g_open_device = 0;
+
+}  // namespace
+
+int ipc_open_key(const IpcKey &k, void **ptr) { return device::ipc_open(k.handle, g_open_device, ptr); }
+
+}  // namespace gpu_detail
+
+using namespace gpu_detail;
+
+void gpu_keep_descriptor(P2PComm &c, Message &m) {
+  if (m.kind == kGpuRendezvous || m.kind == kGpuRendezvousBare) {
+    waiting()[WaitKey{&c, m.source, m.data_tag}] = &m;
+    m.gpu_waiting_on = &c;
+  }
+  if (m.kind != kGpuRendezvous || m.payload == nullptr) {
+    m.payload = nullptr;
+    return;
+  }
+  m.descriptor = std::make_unique<char[]>(sizeof(GpuRts));
+  std::memcpy(m.descriptor.get(), m.payload, sizeof(GpuRts));
+  m.payload = m.descriptor.get();
+}
+
+void gpu_forget(Message &m) {
+  auto &w = waiting();
+  const auto it = w.find(WaitKey{m.gpu_waiting_on, m.source, m.data_tag});
+  if (it != w.end() && it->second == &m) w.erase(it);
+  m.gpu_waiting_on = nullptr;
+}
+
+void gpu_buffered_arrival(P2PComm &c, const progress::Arrival &a) {
+  auto &w = waiting();
+  const auto it = w.find(WaitKey{&c, a.source, a.h.data_tag});
+  if (it == w.end()) return;  // a receive took the envelope: its answer completes the send
+  Message &m = *it->second;
+  if (m.bytes != a.h.bytes || m.tag != a.h.tag) {
+    progress::report_malformed("GPU buffered send", a.source, progress::WireError::kBadSize);
+    return;
+  }
+  w.erase(it);
+  m.gpu_waiting_on = nullptr;
+  // The envelope keeps its place among the unexpected messages, now an
+  // eager message with its bytes.
+  m.kind = kEager;
+  m.descriptor.reset();
+  m.owned = std::make_unique<char[]>(m.bytes > 0 ? m.bytes : 1);
+  if (m.bytes > 0) std::memcpy(m.owned.get(), a.payload, m.bytes);
+  m.payload = m.owned.get();
+  ++g_stats.buffered_kept;
+  send_reply(c, a.source, a.h.data_tag, kReplyDone, 0);
+}
+
+bool gpu_deliver(P2PComm &c, Request *r, Message &m) {
+  if (m.gpu_waiting_on != nullptr) gpu_forget(m);
+  const bool gpu_rndv = m.kind == kGpuRendezvous || m.kind == kGpuRendezvousBare;
+  const Layout l = gpu_rndv || (m.bytes > 0 && device::is_device(r->rbuf)) ? layout_of(r->dtype, r->count) : Layout{};
+  if (!gpu_rndv && (m.bytes == 0 || l.bytes == 0)) return false;
+  const std::size_t capacity = static_cast<std::size_t>(l.bytes);
+  const std::size_t deliver = m.bytes < capacity ? static_cast<std::size_t>(m.bytes) : capacity;
+  const int status = m.bytes > capacity ? MPI_ERR_TRUNCATE : MPI_SUCCESS;
+  r->queued = false;
+  r->st_source = m.source;
+  r->st_tag = m.tag;
+
+  if (m.kind == kEager) {
+    const int rc = unpack_anywhere(m.payload, deliver, r->rbuf, r->count, r->dtype, GpuAccess::ctrl(c));
+    ++g_stats.eager;
+    r->finish(m.source, m.tag, rc != MPI_SUCCESS ? rc : status, static_cast<MPI_Count>(deliver));
+    return true;
+  }
+
+  auto op = std::make_unique<RecvOp>();
+  op->comm = c.shared_from_this();
+  op->r = r;
+  op->source = m.source;
+  op->tag = m.tag;
+  op->data_tag = m.data_tag;
+  op->bytes = static_cast<std::size_t>(m.bytes);
+  op->deliver = deliver;
+  op->status = status;
+  const bool rdev = deliver > 0 && device::is_device(r->rbuf);
+  if (rdev && !gpu::compiled_with_cuda()) op->status = error_code(Err::kDeviceBufferNoCuda);
+  const bool direct = l.contiguous && m.bytes <= capacity && op->status == MPI_SUCCESS;
+  if (direct) {
+    op->dst = byte_at(r->rbuf, l.true_lb);
+    op->dst_on_device = rdev;
+    op->dst_device = rdev ? device::query(op->dst).device : 0;
+  } else if (op->bytes > 0) {
+    op->packed = std::make_unique<char[]>(op->bytes);
+  }
+  r->inner_busy = true;
+
+  if (m.kind == kRendezvous) {
+    // The engine's host rendezvous into a device buffer: the payload lands
+    // in host memory (any send type may be received as MPI_PACKED) and goes
+    // up in one copy.
+    op->mode = RecvOp::kHostRendezvous;
+    if (!op->packed) op->packed = std::make_unique<char[]>(op->bytes);
+    ++g_stats.host_rendezvous;
+    RecvOp *raw = op.get();
+    const int rc = GpuAccess::pull(c, m, raw->packed.get(), raw->bytes, static_cast<progress::Pending *>(raw));
+    if (rc != MPI_SUCCESS) {
+      r->inner_busy = false;
+      r->finish(m.source, m.tag, rc, 0);
+      return true;
+    }
+    op->outstanding = 1;
+    adopt(std::move(op));
+    return true;
+  }
+
+  // A GPU rendezvous: IPC when the sender offered a handle, the data is on
+  // this node, and it maps here; staging otherwise.
+  GpuRts rts{};
+  if (m.kind == kGpuRendezvous && m.payload != nullptr) std::memcpy(&rts, m.payload, sizeof rts);
+  const bool same_node = m.kind == kGpuRendezvous && rts.host == g_host;
+  void *peer = nullptr;
+  if (same_node && (rts.flags & kRtsIpc) && !g_config.force_staging && op->status != MPI_ERR_OTHER &&
+      op->status != error_code(Err::kDeviceBufferNoCuda) && gpu::compiled_with_cuda()) {
+    if (rts.pid == g_pid) {
+      peer = reinterpret_cast<void *>(static_cast<std::uintptr_t>(rts.base));  // ourselves: same address space
+    } else {
+      op->key.host = rts.host;
+      op->key.pid = rts.pid;
+      op->key.base = rts.base;
+      op->key.size = rts.size;
+      std::memcpy(op->key.handle, rts.handle, sizeof op->key.handle);
+      g_open_device = op->dst_on_device ? op->dst_device : device::current_device();
+      if (g_ipc->acquire(op->key, &peer) == 0) op->mapped = true;
+      else peer = nullptr;  // a stale mapping lies there (gpu_cache.h), or the open failed: staged
+    }
+  }
+  if (peer != nullptr) {
+    op->mode = RecvOp::kIpc;
+    char *to = op->packed ? op->packed.get() : op->dst;
+    const std::size_t n = op->packed ? op->bytes : deliver;
+    const int dev = op->dst_on_device ? op->dst_device : device::current_device();
+    const char *from = byte_at(peer, static_cast<MPI_Aint>(rts.offset));
+    // Small ones by the resident kernel, at once: a copy-engine job and its
+    // event cost more than the copy (device/kernel_copy.h).
+    int err = n == 0 ? 0 : device::kKernelCopyOff;
+    const bool to_host = op->packed || !op->dst_on_device;
+    if (err != 0 && device::kernel_copy_takes(n, to_host)) {
+      err = device::kernel_copy(to, to_host, from, false, n, dev);
+    }
+    if (err == device::kKernelCopyOff) {
+      err = device::copy_async(to, from, n, dev, &op->event);
+      if (err == 0) op->copying = true;
+    }
+    if (err) op->status = cuda_error(err, "IPC copy");
+    RecvOp *raw = op.get();
+    adopt(std::move(op));
+    if (!raw->copying) raw->complete();
+    return true;
+  }
+
+  op->mode = RecvOp::kStage;
+  op->plan = plan_chunks(op->bytes, g_config.chunk);
+  const int rc = send_reply(c, m.source, m.data_tag, kReplyStage, g_config.chunk);
+  if (rc != MPI_SUCCESS) op->status = rc;
+  RecvOp *raw = op.get();
+  adopt(std::move(op));
+  raw->poll();  // posts the first receives
+  return true;
+}
+
+}  // namespace mpix::p2p

@@ -1,0 +1,380 @@
+// The sending side of the GPU protocols: eager sends from device buffers
+// (through host memory) and the GPU rendezvous sender (gpu_path.h).
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <memory>
+#include <unordered_map>
+#include <vector>
+
+#include "datatype.h"
+#include "device/copy.h"
+#include "device/gpu.h"
+#include "device/ipc.h"
+#include "device/kernel_copy.h"
+#include "device/memtype.h"
+#include "engine.h"
+#include "gpu_cache.h"
+#include "gpu_ops.h"
+#include "gpu_pack.h"
+#include "gpu_tags.h"
+#include "gpu_wire.h"
+#include "progress/immortal.h"
+#include "progress/single_copy.h"
+#include "progress/wire.h"
+#include "src/errors.h"
+
+namespace mpix::p2p {
+namespace gpu_detail {
+namespace {
+
+void *g_small = nullptr;  // pinned bounce buffer of eager device messages
+std::size_t g_small_bytes = 0;
+// Allocation id -> exported handle. Buffer ids are never reused within a
+// process, so an entry can never describe another allocation; the table is
+// only bounded for size.
+std::unordered_map<std::uint64_t, std::array<unsigned char, device::kIpcHandleBytes>> g_exported;
+
+// Sender of a GPU rendezvous.
+struct SendOp final : Op, progress::Pending {
+  std::shared_ptr<P2PComm> comm;
+  Request *r = nullptr;       // nonblocking: the user's request
+  bool *done_flag = nullptr;  // blocking: the caller's flag and code
+  int *rc_out = nullptr;
+  int dest = 0;
+  int tag = 0;
+  int data_tag = 0;
+  int device = 0;
+  // A send that may complete without its receive: after buffer_after_us
+  // with no answer, its bytes follow the envelope (kGpuBuffered) and the
+  // receiver, if it has not matched it yet, keeps them as an eager message.
+  bool bufferable = false, buffered = false;
+  std::chrono::steady_clock::time_point since;
+  const char *src = nullptr;            // contiguous device data, or
+  std::unique_ptr<char[]> packed;       // packed host copy (non-contiguous)
+  std::size_t bytes = 0;
+  GpuReply reply{};
+  bool ipc_offered = false;  // what a "done" reply may answer
+  bool staging = false;
+  ChunkPlan plan;
+  std::size_t next = 0, completed = 0;
+  std::size_t sent_next = 0;  // the chunk that goes out next
+  std::vector<std::unique_ptr<Piece>> pieces;
+  int error = MPI_SUCCESS;
+
+  // The receiver's answer.
+  void on_complete(const MPI_Status &st) override {
+    --outstanding;
+    if (st.MPI_ERROR != MPI_SUCCESS) {
+      complete(st.MPI_ERROR);
+      return;
+    }
+    int got = 0;
+    PMPI_Get_count(&st, MPI_BYTE, &got);
+    const WireError bad = decode_gpu_reply(&reply, got > 0 ? static_cast<std::size_t>(got) : 0, ipc_offered, &reply);
+    if (bad != WireError::kOk) {
+      // The receiver's state is unknown: this send fails rather than
+      // guess whether the data moved.
+      std::fprintf(stderr, "[mpix] GPU rendezvous: malformed reply from rank %d: %s\n", dest,
+                   progress::wire_error_string(bad));
+      complete(MPI_ERR_OTHER);
+      return;
+    }
+    if (reply.mode == kReplyStage) {
+      staging = true;
+      plan = plan_chunks(bytes, static_cast<std::size_t>(reply.chunk));
+      ++g_stats.staged;
+      return;  // poll() runs the pipeline
+    }
+    ++g_stats.ipc;
+    complete(MPI_SUCCESS);
+  }
+
+  void complete(int rc) {
+    if (finished) return;
+    finished = true;
+    if (r != nullptr) {
+      r->inner_busy = false;
+      r->finish(MPI_PROC_NULL, MPI_ANY_TAG, rc, 0);
+    } else {
+      *rc_out = rc;
+      *done_flag = true;
+    }
+  }
+
+  // Chunks go out in index order: the receiver's receives match them in
+  // the order they were posted, which is index order, so a chunk whose
+  // copy finished first must wait (slots are reused, so the pieces' order
+  // in `pieces` is no guide; out of order, a short last chunk met a full
+  // chunk's receive and the transfer failed with MPI_ERR_TRUNCATE).
+  void send_ready() {
+    for (bool sent = true; sent;) {
+      sent = false;
+      for (auto &pp : pieces)
+        if (pp->state == Piece::kReady && pp->index == sent_next) {
+          start_network(*pp);
+          ++sent_next;
+          sent = true;
+        }
+    }
+  }
+
+  void start_network(Piece &p) {
+    const std::size_t off = plan.offset(p.index), len = plan.length(p.index);
+    // From its host buffer, the packed copy, or (the copy failed) zeros.
+    const void *from = p.host != nullptr ? static_cast<const void *>(p.host)
+                       : packed          ? static_cast<const void *>(packed.get() + off)
+                                         : static_cast<const void *>(zeros.data());
+    MPI_Request req = MPI_REQUEST_NULL;
+    const int rc = PMPI_Isend(from, static_cast<int>(len), MPI_BYTE, dest, data_tag, GpuAccess::data(*comm), &req);
+    if (rc != MPI_SUCCESS) {
+      error = rc;
+      p.state = Piece::kLanded;
+      return;
+    }
+    p.state = Piece::kNetwork;
+    ++outstanding;
+    progress::inflight().add(req, &p.done);
+  }
+
+  void poll() override {
+    if (bufferable && !buffered && !staging && !finished) maybe_buffer();
+    if (!staging || finished) return;
+    // Retire landed pieces and advance finished copies.
+    for (auto &pp : pieces) {
+      Piece &p = *pp;
+      if (p.state == Piece::kCopying) {
+        const int st = device::event_poll(p.event);
+        if (st == 0) continue;
+        if (st < 0) error = cuda_error(-st, "copy to host");
+        p.state = Piece::kReady;  // sent even after an error: the receiver expects every chunk
+      }
+      if (p.state == Piece::kLanded) {
+        if (p.error != MPI_SUCCESS) error = p.error;
+        give_back_host_buffer(*g_send_slots, p);
+        p.state = Piece::kIdle;
+        ++completed;
+      }
+    }
+    send_ready();
+    // Start new chunks up to the pipeline depth (idle pieces are reused).
+    for (auto &pp : pieces) {
+      if (next >= plan.count()) break;
+      if (pp->state == Piece::kIdle) start_piece(*pp);
+    }
+    while (next < plan.count() && pieces.size() < static_cast<std::size_t>(g_config.depth)) {
+      pieces.push_back(std::make_unique<Piece>());
+      pieces.back()->op = this;
+      pieces.back()->done.piece = pieces.back().get();
+      start_piece(*pieces.back());
+    }
+    send_ready();
+    if (completed == plan.count()) complete(error);
+  }
+
+  // Sends the bytes after the envelope once the receive has kept this send
+  // waiting for buffer_after_us: two blocking sends facing each other
+  // (legal for MPI, and what many programs do with small messages) must
+  // not wait for each other's receive forever. The receiver's one answer
+  // ("done") says that it either copied from this buffer or kept the bytes.
+  void maybe_buffer() {
+    if (std::chrono::steady_clock::now() - since < std::chrono::microseconds(g_config.buffer_after_us)) return;
+    buffered = true;
+    std::unique_ptr<char[]> host;
+    const char *bytes_ptr = packed.get();
+    if (!packed) {
+      host = std::make_unique<char[]>(bytes);
+      if (copy_to_host(host.get(), src, bytes, device) != 0) return;  // the receive's answer completes it still
+      bytes_ptr = host.get();
+    }
+    const WireHeader h{tag, progress::kGpuBuffered, bytes, data_tag, 0};
+    if (GpuAccess::send_envelope(*comm, dest, h, bytes_ptr, bytes) == MPI_SUCCESS) ++g_stats.buffered;
+  }
+
+  void start_piece(Piece &p) {
+    p.index = next++;
+    p.error = MPI_SUCCESS;
+    p.state = Piece::kReady;
+    if (packed) return;
+    const std::size_t off = plan.offset(p.index), len = plan.length(p.index);
+    const int err = device::copy_async(take_host_buffer(*g_send_slots, p, plan.chunk), src + off, len, device,
+                                       &p.event);
+    if (err) {
+      // Sent all the same (zeros): the receiver expects every chunk; the
+      // error is reported.
+      error = cuda_error(err, "copy to host");
+      give_back_host_buffer(*g_send_slots, p);
+      zeros.resize(plan.chunk);
+      return;
+    }
+    p.state = Piece::kCopying;
+  }
+
+  std::vector<char> zeros;
+};
+
+std::array<unsigned char, device::kIpcHandleBytes> *exported_handle(const device::PtrInfo &info) {
+  auto it = g_exported.find(info.buffer_id);
+  if (it != g_exported.end()) return &it->second;
+  std::array<unsigned char, device::kIpcHandleBytes> h{};
+  if (device::ipc_export(reinterpret_cast<void *>(info.base), h.data()) != 0) return nullptr;
+  if (g_exported.size() >= 4096) g_exported.clear();
+  return &g_exported.emplace(info.buffer_id, h).first->second;
+}
+
+// The sender's side of a GPU rendezvous: complete once the receiver
+// answered, after its match, so it serves every send mode but buffered.
+int gpu_rendezvous(P2PComm &c, const void *buf, int count, MPI_Datatype dtype, const Layout &l,
+                   const device::PtrInfo &info, int dest, int tag, bool bufferable, Request *r,
+                   std::unique_lock<std::mutex> *lock) {
+  auto op = std::make_unique<SendOp>();
+  op->comm = c.shared_from_this();
+  op->dest = dest;
+  op->tag = tag;
+  op->bufferable = bufferable;
+  op->since = std::chrono::steady_clock::now();
+  op->bytes = static_cast<std::size_t>(l.bytes);
+  op->device = info.device >= 0 ? info.device : device::current_device();
+
+  struct {
+    WireHeader h;
+    GpuRts rts;
+  } env{};
+  const bool with_descriptor = p2p_config().eager_limit >= sizeof(GpuRts);
+  if (l.contiguous) {
+    op->src = byte_at(buf, l.true_lb);
+    env.rts.base = info.base;
+    env.rts.size = info.size;
+    env.rts.offset = reinterpret_cast<std::uintptr_t>(op->src) - info.base;
+    if (info.ipc_capable && !g_config.force_staging && with_descriptor) {
+      if (auto *h = exported_handle(info)) {
+        std::memcpy(env.rts.handle, h->data(), sizeof env.rts.handle);
+        env.rts.flags = kRtsIpc;
+        op->ipc_offered = true;
+      }
+    }
+  } else {
+    op->packed = std::make_unique<char[]>(op->bytes);
+    const int rc = pack_device(buf, count, dtype, l, op->device, op->packed.get(), op->bytes, GpuAccess::ctrl(c));
+    if (rc != MPI_SUCCESS) {
+      if (r != nullptr) r->finish(MPI_PROC_NULL, MPI_ANY_TAG, rc, 0);
+      return rc;
+    }
+  }
+  env.rts.host = g_host;
+  env.rts.pid = g_pid;
+  env.rts.device = op->device;
+  op->data_tag = GpuAccess::next_data_tag(c, dest);
+  env.h = WireHeader{tag, with_descriptor ? kGpuRendezvous : kGpuRendezvousBare, op->bytes, op->data_tag, 0};
+
+  // The answer's receive first, so that it never waits as unexpected.
+  MPI_Request req = MPI_REQUEST_NULL;
+  int rc = PMPI_Irecv(&op->reply, sizeof op->reply, MPI_BYTE, dest, gpu_reply_tag(op->data_tag), GpuAccess::ctrl(c), &req);
+  if (rc == MPI_SUCCESS) {
+    rc = GpuAccess::send_envelope(c, dest, env.h, &env.rts, with_descriptor ? sizeof env.rts : 0);
+    if (rc != MPI_SUCCESS) {
+      PMPI_Cancel(&req);
+      PMPI_Request_free(&req);
+    }
+  }
+  if (rc != MPI_SUCCESS) {
+    if (r != nullptr) r->finish(MPI_PROC_NULL, MPI_ANY_TAG, rc, 0);
+    return rc;
+  }
+  bool done = false;
+  int result = MPI_SUCCESS;
+  if (r != nullptr) {
+    op->r = r;
+    r->inner_busy = true;
+  } else {
+    op->done_flag = &done;
+    op->rc_out = &result;
+  }
+  op->outstanding = 1;
+  SendOp *raw = op.get();
+  adopt(std::move(op));
+  progress::inflight().add(req, static_cast<progress::Pending *>(raw));
+  if (r != nullptr) return MPI_SUCCESS;
+  while (!done) progress_wait(*lock);
+  return result;
+}
+
+// Eager-sized device data: through pinned memory into the engine's eager
+// path (one short D2H copy beats any handshake at these sizes).
+int gpu_eager(P2PComm &c, const void *buf, int count, MPI_Datatype dtype, const Layout &l,
+              const device::PtrInfo &info, int dest, int tag, SendMode mode, Request *r,
+              std::unique_lock<std::mutex> *lock) {
+  const std::size_t bytes = static_cast<std::size_t>(l.bytes);
+  // Pinned once, at the eager limit; larger (buffered) sends use pageable
+  // memory rather than pinning per message.
+  if (g_small == nullptr && bytes <= p2p_config().eager_limit) {
+    g_small_bytes = p2p_config().eager_limit;
+    g_small = device::pinned_alloc(g_small_bytes);
+  }
+  std::unique_ptr<char[]> pageable;
+  char *out = bytes <= g_small_bytes ? static_cast<char *>(g_small) : nullptr;
+  if (out == nullptr) {
+    pageable = std::make_unique<char[]>(bytes);
+    out = pageable.get();
+  }
+  int rc = pack_device(buf, count, dtype, l, info.device, out, bytes, GpuAccess::ctrl(c));
+  if (rc != MPI_SUCCESS) {
+    if (r != nullptr) r->finish(MPI_PROC_NULL, MPI_ANY_TAG, rc, 0);
+    return rc;
+  }
+  ++g_stats.eager;
+  // One bounce buffer serves every send: the engine hands it over as a
+  // scratch payload, which the link sends or copies before this returns
+  // (handed over with the request as its completion, a send queued on a
+  // busy wire read it later, after other sends had overwritten it: issue 24).
+  return GpuAccess::transmit_scratch(c, out, bytes, dest, tag, mode, r, lock);
+}
+
+}  // namespace
+
+void clear_exported() { g_exported.clear(); }
+
+void free_bounce_buffer() {
+  device::pinned_free(g_small);
+  g_small = nullptr;
+  g_small_bytes = 0;
+}
+
+}  // namespace gpu_detail
+
+using namespace gpu_detail;
+
+bool gpu_transmit(P2PComm &c, const void *buf, int count, MPI_Datatype dtype, int dest, int tag, SendMode mode,
+                  Request *r, std::unique_lock<std::mutex> *lock, int *rc) {
+  if (count == 0 || !device::is_device(buf)) return false;
+  const Layout l = layout_of(dtype, count);
+  if (l.bytes == 0) return false;
+  if (!gpu::compiled_with_cuda()) {
+    *rc = error_code(Err::kDeviceBufferNoCuda);
+    if (r != nullptr) r->finish(MPI_PROC_NULL, MPI_ANY_TAG, *rc, 0);
+    return true;
+  }
+  const std::size_t bytes = static_cast<std::size_t>(l.bytes);
+  // Classified once: every protocol below works from this.
+  const device::PtrInfo info = device::query(byte_at(buf, l.true_lb));
+  // Buffered sends keep the engine's semantics (a copy in the attached
+  // buffer): any size goes through host memory first. Within a node, a
+  // device buffer CUDA IPC can map goes by rendezvous above
+  // MPIX_GPU_NODE_EAGER_LIMIT (one copy by the receiver's GPU beats two
+  // through host memory at every size), buffered after a wait so that a
+  // small one never waits for its receive forever (SendOp::maybe_buffer).
+  const std::size_t eager = std::min(g_config.eager_limit, p2p_config().eager_limit);
+  const bool near = info.ipc_capable && !g_config.force_staging && progress::same_node(GpuAccess::world(c, dest));
+  const std::size_t eager_here = near ? std::min(eager, g_config.node_eager_limit) : eager;
+  if ((bytes <= eager_here && mode != SendMode::kSync) || mode == SendMode::kBuffered)
+    *rc = gpu_eager(c, buf, count, dtype, l, info, dest, tag, mode, r, lock);
+  else
+    *rc = gpu_rendezvous(c, buf, count, dtype, l, info, dest, tag, bytes <= eager && mode != SendMode::kSync, r, lock);
+  return true;
+}
+
+}  // namespace mpix::p2p
