@@ -9,7 +9,7 @@ src_libmpixcore_la_SOURCES = \
 	src/mpit.cc src/mpit_vars.cc src/mpit_vars.h \
 	src/runtime.cc src/runtime.h \
 	src/visibility.h \
-	src/p2p/api_comm.cc src/p2p/comm_idup.cc src/p2p/api_common.h src/p2p/api_probe.cc src/p2p/api_recv.cc \
+	src/p2p/api_comm.cc src/p2p/comm_idup.cc src/p2p/api_common.h src/p2p/api_common.cc src/p2p/api_probe.cc src/p2p/api_recv.cc \
 	src/p2p/api_more.cc src/p2p/api_send.cc src/p2p/api_wait.cc src/p2p/comms.h src/p2p/datatype.h src/p2p/liveness.cc src/p2p/liveness.h \
 	src/p2p/engine.cc src/p2p/engine.h src/p2p/hints.cc src/p2p/hints.h \
 	src/p2p/gpu_pack.cc src/p2p/gpu_pack.h src/p2p/gpu_path.cc src/p2p/gpu_path.h src/p2p/gpu_ops.h src/p2p/gpu_send.cc src/p2p/gpu_recv.cc src/p2p/gpu_cache.h src/p2p/gpu_tags.h \
