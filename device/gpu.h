@@ -3,7 +3,7 @@
 #ifndef MPIX_DEVICE_GPU_H
 #define MPIX_DEVICE_GPU_H
 
-namespace mpix::gpu {
+namespace mpix::device {
 
 // True when the library was built with CUDA.
 bool compiled_with_cuda();
@@ -14,6 +14,6 @@ int device_count();
 // "NVIDIA H200 (sm_90), driver 13.0" for GPU `device`, or a reason why none.
 void describe(int device, char *buf, int len);
 
-}  // namespace mpix::gpu
+}  // namespace mpix::device
 
 #endif

@@ -3,7 +3,7 @@
 
 #include "gpu.h"
 
-namespace mpix::gpu {
+namespace mpix::device {
 
 bool compiled_with_cuda() { return false; }
 
@@ -13,4 +13,4 @@ void describe(int device, char *buf, int len) {
   std::snprintf(buf, static_cast<size_t>(len), "no GPU %d (built without CUDA)", device);
 }
 
-}  // namespace mpix::gpu
+}  // namespace mpix::device

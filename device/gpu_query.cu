@@ -5,7 +5,7 @@
 #include "cuda_check.h"
 #include "gpu.h"
 
-namespace mpix::gpu {
+namespace mpix::device {
 
 bool compiled_with_cuda() { return true; }
 
@@ -29,4 +29,4 @@ void describe(int device, char *buf, int len) {
                 prop.major, prop.minor, prop.multiProcessorCount, driver / 1000, (driver % 1000) / 10);
 }
 
-}  // namespace mpix::gpu
+}  // namespace mpix::device

@@ -15,8 +15,4 @@ enum class Status {
 
 }  // namespace mpix::device
 
-namespace mpix::gpu {
-using device::Status;
-}  // namespace mpix::gpu
-
 #endif

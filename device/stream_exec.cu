@@ -11,7 +11,7 @@
 #include "mpix_device/ops.cuh"
 #include "stream_exec.h"
 
-namespace mpix::gpu {
+namespace mpix::device {
 
 using device::cuda_ok;
 
@@ -781,4 +781,4 @@ Status stage_from_host(void *cuda_stream, void *dst, const StagedSlot *slot, std
   return launched();
 }
 
-}  // namespace mpix::gpu
+}  // namespace mpix::device

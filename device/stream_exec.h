@@ -16,7 +16,7 @@
 #include "mpix_device/proto.h"
 #include "status.h"
 
-namespace mpix::gpu {
+namespace mpix::device {
 
 
 // What a finished receive (or waited request) reports, written by a kernel
@@ -109,6 +109,6 @@ Status stage_to_host(void *cuda_stream, StagedSlot *slot, const void *src, std::
 // On cuda_stream: what the slot received (at most capacity bytes) to dst.
 Status stage_from_host(void *cuda_stream, void *dst, const StagedSlot *slot, std::size_t capacity);
 
-}  // namespace mpix::gpu
+}  // namespace mpix::device
 
 #endif

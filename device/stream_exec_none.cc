@@ -2,7 +2,7 @@
 // stream communicators keep the host-driven path.
 #include "stream_exec.h"
 
-namespace mpix::gpu {
+namespace mpix::device {
 
 struct StreamExec::Impl {};
 
@@ -48,4 +48,4 @@ void staged_slot_free(StagedSlot *) {}
 Status stage_to_host(void *, StagedSlot *, const void *, std::size_t) { return Status::kNoGpu; }
 Status stage_from_host(void *, void *, const StagedSlot *, std::size_t) { return Status::kNoGpu; }
 
-}  // namespace mpix::gpu
+}  // namespace mpix::device

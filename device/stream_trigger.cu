@@ -12,7 +12,7 @@
 
 #include "stream_trigger.h"
 
-namespace mpix::gpu {
+namespace mpix::device {
 namespace {
 
 struct DriverOps {
@@ -125,4 +125,4 @@ void StreamTrigger::make_current() const {
   if (!device::cuda_ok(cudaGetDevice(&cur)) || cur != impl_->device) device::cuda_ok(cudaSetDevice(impl_->device));
 }
 
-}  // namespace mpix::gpu
+}  // namespace mpix::device

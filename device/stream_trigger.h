@@ -23,7 +23,7 @@
 
 #include "status.h"
 
-namespace mpix::gpu {
+namespace mpix::device {
 
 
 class StreamTrigger {
@@ -59,6 +59,6 @@ class StreamTrigger {
 // a - b as a signed distance between cyclic 32-bit sequence numbers.
 inline std::int32_t seq_diff(std::uint32_t a, std::uint32_t b) { return static_cast<std::int32_t>(a - b); }
 
-}  // namespace mpix::gpu
+}  // namespace mpix::device
 
 #endif

@@ -3,7 +3,7 @@
 // MPIX_ERR_NO_CUDA) and the other members are never reached.
 #include "stream_trigger.h"
 
-namespace mpix::gpu {
+namespace mpix::device {
 
 struct StreamTrigger::Impl {};
 
@@ -21,4 +21,4 @@ void StreamTrigger::complete(std::uint32_t) {}
 void *StreamTrigger::cuda_stream() const { return nullptr; }
 void StreamTrigger::make_current() const {}
 
-}  // namespace mpix::gpu
+}  // namespace mpix::device

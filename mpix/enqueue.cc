@@ -56,7 +56,7 @@ void empty_status(MPI_Status *st) {
 }
 
 // Bytes a staged receive got (its size for the copy out of the slot).
-void note_staged(gpu::StagedSlot *slot, const MPI_Status &st) {
+void note_staged(device::StagedSlot *slot, const MPI_Status &st) {
   int n = 0;
   if (PMPI_Get_count(&st, MPI_BYTE, &n) != MPI_SUCCESS || n < 0) n = 0;
   slot->bytes = static_cast<std::uint64_t>(n);
@@ -174,7 +174,7 @@ int GpuPoller::poll_stream(Stream &s) {
   {
     std::lock_guard<std::mutex> g(q.mutex);
     for (auto &op : q.ops) {
-      if (!op->started && gpu::seq_diff(op->seq, trig) > 0) break;
+      if (!op->started && device::seq_diff(op->seq, trig) > 0) break;
       work_.push_back(op.get());
     }
   }
@@ -226,7 +226,7 @@ int GpuPoller::advance(Stream &s, Op &op) {
     return 1;
   }
   if (op.type == OpType::kRelease) {  // the stream has copied out of these
-    for (gpu::StagedSlot *slot : op.release) q.stage.give(slot);
+    for (device::StagedSlot *slot : op.release) q.stage.give(slot);
     op.finished = true;
     return 1;
   }
@@ -357,7 +357,7 @@ int enqueue(Stream &s, std::unique_ptr<Op> op, bool blocking, MPI_Comm err_comm)
     raw->seq = ++q.next_seq;
     q.ops.push_back(std::move(op));
   }
-  if (s.trigger->push(raw->seq, blocking) != gpu::Status::kOk) {
+  if (s.trigger->push(raw->seq, blocking) != device::Status::kOk) {
     // Not pushed, so the stream will never trigger it: take it back.
     std::unique_ptr<Op> back;
     {
@@ -378,7 +378,7 @@ int enqueue(Stream &s, std::unique_ptr<Op> op, bool blocking, MPI_Comm err_comm)
 namespace {
 
 struct StagedCopy {
-  gpu::StagedSlot *slot;
+  device::StagedSlot *slot;
   void *dst;
   std::size_t capacity;
 };
@@ -393,7 +393,7 @@ int copy_out(Stream &s, const std::vector<StagedCopy> &copies, MPI_Comm comm, co
   int rc = MPI_SUCCESS;
   for (const StagedCopy &c : copies) {
     if (rc == MPI_SUCCESS &&
-        gpu::stage_from_host(s.trigger->cuda_stream(), c.dst, c.slot, c.capacity) != gpu::Status::kOk)
+        device::stage_from_host(s.trigger->cuda_stream(), c.dst, c.slot, c.capacity) != device::Status::kOk)
       rc = raise_error(comm, Err::kStreamNoGpu, func);
     release->release.push_back(c.slot);
   }
@@ -424,17 +424,17 @@ int gpu_p2p(Stream &s, OpType type, const void *sbuf, void *rbuf, int count, MPI
   op->status_out = status;
   // A small contiguous device message is copied on the stream itself, so
   // that the progress thread moves host memory only (no synchronous copy).
-  gpu::StagedSlot *slot = nullptr;
+  device::StagedSlot *slot = nullptr;
   void *device_base = nullptr;
   std::size_t bytes = 0;
   const void *buf = send ? sbuf : rbuf;
   if (peer != MPI_PROC_NULL && buf != nullptr && device::is_device(buf)) {
     const progress::Layout l = progress::layout_of(dtype, count);
-    if (l.contiguous && static_cast<std::size_t>(l.bytes) <= gpu::kStagedBytes) slot = s.queue->stage.take();
+    if (l.contiguous && static_cast<std::size_t>(l.bytes) <= device::kStagedBytes) slot = s.queue->stage.take();
     if (slot != nullptr) {
       bytes = static_cast<std::size_t>(l.bytes);
       device_base = const_cast<char *>(static_cast<const char *>(buf)) + l.true_lb;
-      if (send && gpu::stage_to_host(s.trigger->cuda_stream(), slot, device_base, bytes) != gpu::Status::kOk) {
+      if (send && device::stage_to_host(s.trigger->cuda_stream(), slot, device_base, bytes) != device::Status::kOk) {
         s.queue->stage.give(slot);
         return raise_error(comm, Err::kStreamNoGpu, func);
       }
@@ -495,23 +495,23 @@ int raise_failure(Stream &s, MPI_Comm comm, const char *func) {
 }
 
 StagePool::~StagePool() {
-  for (gpu::StagedSlot *slot : all_) gpu::staged_slot_free(slot);
+  for (device::StagedSlot *slot : all_) device::staged_slot_free(slot);
 }
 
-gpu::StagedSlot *StagePool::take() {
+device::StagedSlot *StagePool::take() {
   std::lock_guard<std::mutex> g(mutex_);
   if (free_.empty()) {
-    gpu::StagedSlot *slot = gpu::staged_slot_alloc();
+    device::StagedSlot *slot = device::staged_slot_alloc();
     if (slot == nullptr) return nullptr;
     all_.push_back(slot);
     return slot;
   }
-  gpu::StagedSlot *slot = free_.back();
+  device::StagedSlot *slot = free_.back();
   free_.pop_back();
   return slot;
 }
 
-void StagePool::give(gpu::StagedSlot *s) {
+void StagePool::give(device::StagedSlot *s) {
   if (s == nullptr) return;
   std::lock_guard<std::mutex> g(mutex_);
   free_.push_back(s);

@@ -21,20 +21,20 @@ struct KernelBuffer {
   void *staged = nullptr;
 };
 
-bool stage_if_pageable(gpu::StreamExec &x, const void *p, std::size_t bytes, bool copy_in, KernelBuffer *b) {
+bool stage_if_pageable(device::StreamExec &x, const void *p, std::size_t bytes, bool copy_in, KernelBuffer *b) {
   b->view = p;
   if (bytes == 0 || p == nullptr) return true;
-  if (gpu::buffer_kind(p, &b->view) != gpu::BufferKind::kPageable) return true;
+  if (device::buffer_kind(p, &b->view) != device::BufferKind::kPageable) return true;
   b->staged = x.stage(bytes);
   if (b->staged == nullptr) return false;
   b->view = b->staged;
-  return !copy_in || x.copy(b->staged, p, bytes) == gpu::Status::kOk;
+  return !copy_in || x.copy(b->staged, p, bytes) == device::Status::kOk;
 }
 
 // Out of the staging copy into the application's pageable buffer, then the
 // staging memory goes (both in stream order; a copy into pageable memory
 // returns once done, so this waits for the stream to get there).
-void unstage(gpu::StreamExec &x, void *staged, void *user, std::size_t bytes) {
+void unstage(device::StreamExec &x, void *staged, void *user, std::size_t bytes) {
   if (staged == nullptr) return;
   if (user != nullptr) x.copy(user, staged, bytes);
   x.unstage(staged);
@@ -77,8 +77,8 @@ std::unique_ptr<KernelComm> KernelComm::create(MPI_Comm comm, Stream *s) {
     if (verbose() && e != Err::kCount) std::fprintf(stderr, "[mpix] stream communicator: %s; host-driven path\n", error_text(e));
     return nullptr;
   }
-  gpu::Status st = gpu::Status::kOk;
-  k->exec_ = gpu::StreamExec::create(s->trigger->cuda_stream(), k->dev_->h, wide, &st);
+  device::Status st = device::Status::kOk;
+  k->exec_ = device::StreamExec::create(s->trigger->cuda_stream(), k->dev_->h, wide, &st);
   int ok = k->exec_ != nullptr ? 1 : 0;
   PMPI_Allreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_MIN, comm);
   // All ranks agree, so all destroy their mailboxes together (collective).
@@ -95,7 +95,7 @@ int KernelComm::launch_failed(MPI_Comm comm, const char *func) {
 }
 
 int KernelComm::raise_failure(MPI_Comm comm, const char *func) {
-  gpu::ExecFailure f{};
+  device::ExecFailure f{};
   if (!exec_->take_failure(&f)) return MPI_SUCCESS;
   const char *what = f.code == MPIX_DEVICE_ERR_TRUNCATE ? "message longer than the receive buffer (truncated)"
                      : f.code == MPIX_DEVICE_ERR_KEYS   ? "too many (peer, tag) pairs"
@@ -123,7 +123,7 @@ int KernelComm::p2p(Stream &s, OpType type, const void *sbuf, void *rbuf, int co
   const std::size_t bytes = static_cast<std::size_t>(layout.bytes);
   const char *base = static_cast<const char *>(send ? sbuf : rbuf);
   if (base != nullptr) base += layout.true_lb;
-  gpu::StreamExec &x = *exec_;
+  device::StreamExec &x = *exec_;
   const std::uint32_t op = ++next_op_;
 
   if (peer == MPI_PROC_NULL) {  // nothing to move, nothing to number
@@ -152,12 +152,12 @@ int KernelComm::p2p(Stream &s, OpType type, const void *sbuf, void *rbuf, int co
   stream_stats().gpu_run.fetch_add(1, std::memory_order_relaxed);
 
   if (!nonblocking) {
-    gpu::ExecResult *result = nullptr;
+    device::ExecResult *result = nullptr;
     if (!send && status != MPI_STATUS_IGNORE && (result = x.take_result()) == nullptr)
       return launch_failed(comm, func);
-    const gpu::Status st = send ? x.send(b.view, bytes, peer, tag, seq, op)
+    const device::Status st = send ? x.send(b.view, bytes, peer, tag, seq, op)
                                     : x.recv(const_cast<void *>(b.view), bytes, peer, tag, seq, op, result);
-    if (st != gpu::Status::kOk) {
+    if (st != device::Status::kOk) {
       x.give_back(result);
       return launch_failed(comm, func);
     }
@@ -186,9 +186,9 @@ int KernelComm::p2p(Stream &s, OpType type, const void *sbuf, void *rbuf, int co
     unstage(x, b.staged, nullptr, 0);
     return launch_failed(comm, func);
   }
-  const gpu::Status st = send ? x.isend(r->dreq, b.view, bytes, peer, tag, seq)
+  const device::Status st = send ? x.isend(r->dreq, b.view, bytes, peer, tag, seq)
                                   : x.irecv(r->dreq, const_cast<void *>(b.view), bytes, peer, tag, seq);
-  if (st != gpu::Status::kOk) {
+  if (st != device::Status::kOk) {
     x.give_back(r->dreq);
     unstage(x, b.staged, nullptr, 0);
     return launch_failed(comm, func);
@@ -203,10 +203,10 @@ int KernelComm::p2p(Stream &s, OpType type, const void *sbuf, void *rbuf, int co
 
 int KernelComm::wait(const std::vector<std::shared_ptr<EnqRequest>> &reqs, const std::vector<MPI_Status *> &outs,
                      std::vector<StatusFill> *fills, const char *func) {
-  gpu::StreamExec &x = *exec_;
+  device::StreamExec &x = *exec_;
   if (const int rc = raise_failure(MPI_COMM_SELF, func)) return rc;
-  std::vector<gpu::DeviceRequest> dreqs;
-  std::vector<gpu::ExecResult *> results;
+  std::vector<device::DeviceRequest> dreqs;
+  std::vector<device::ExecResult *> results;
   std::vector<EnqRequest *> mine;
   bool want_status = false;
   for (std::size_t i = 0; i < reqs.size(); ++i) {
@@ -218,7 +218,7 @@ int KernelComm::wait(const std::vector<std::shared_ptr<EnqRequest>> &reqs, const
         fills->push_back(StatusFill{nullptr, out, r->recv ? MPI_PROC_NULL : MPI_ANY_SOURCE, MPI_ANY_TAG, 0, &x});
       continue;
     }
-    gpu::ExecResult *res = nullptr;
+    device::ExecResult *res = nullptr;
     if (out != MPI_STATUS_IGNORE && r->recv) {
       res = x.take_result();
       if (res == nullptr) return launch_failed(MPI_COMM_SELF, func);
@@ -234,7 +234,7 @@ int KernelComm::wait(const std::vector<std::shared_ptr<EnqRequest>> &reqs, const
   if (dreqs.empty()) return MPI_SUCCESS;
   if (!want_status) results.clear();
   const std::uint32_t op = ++next_op_;
-  if (x.wait(dreqs, results, op) != gpu::Status::kOk) return launch_failed(MPI_COMM_SELF, func);
+  if (x.wait(dreqs, results, op) != device::Status::kOk) return launch_failed(MPI_COMM_SELF, func);
   for (EnqRequest *r : mine) {
     unstage(x, r->staged, r->user_buf, r->capacity);
     r->staged = nullptr;

@@ -60,7 +60,7 @@ class KernelComm {
   int launch_failed(MPI_Comm comm, const char *func);
 
   std::unique_ptr<devhandle::DeviceHandle> dev_;
-  std::unique_ptr<gpu::StreamExec> exec_;
+  std::unique_ptr<device::StreamExec> exec_;
   KeyNumbers sends_, recvs_;
   std::uint32_t next_op_ = 0;
 };

@@ -28,7 +28,7 @@ int MPIX_Get_library_version(char *version, int *resultlen) {
   // Only the first line: MPICH's string continues with its configure options.
   if (char *nl = std::strchr(mpi, '\n')) *nl = '\0';
   const int n = std::snprintf(version, MPIX_MAX_LIBRARY_VERSION_STRING, "mpix %s (cuda: %s, transports: %s) over %s",
-                              MPIX_VERSION_STRING, mpix::gpu::compiled_with_cuda() ? "yes" : "no",
+                              MPIX_VERSION_STRING, mpix::device::compiled_with_cuda() ? "yes" : "no",
                               mpix::progress::transports_built(), mpi);
   *resultlen = n < MPIX_MAX_LIBRARY_VERSION_STRING ? n : MPIX_MAX_LIBRARY_VERSION_STRING - 1;
   return MPI_SUCCESS;

@@ -163,10 +163,10 @@ int MPIX_Stream_create(MPI_Info info, MPIX_Stream *stream) {
   if (!parse_info(info, &is_cuda, &cuda_stream)) return raise_error(MPI_COMM_SELF, Err::kStreamInfo, __func__);
   auto s = std::make_shared<Stream>();
   if (is_cuda) {
-    gpu::Status st = gpu::Status::kOk;
-    s->trigger = gpu::StreamTrigger::create(cuda_stream, &st);
+    device::Status st = device::Status::kOk;
+    s->trigger = device::StreamTrigger::create(cuda_stream, &st);
     if (!s->trigger) {
-      const Err e = st == gpu::Status::kNoCuda ? Err::kStreamNoCuda : Err::kStreamNoGpu;
+      const Err e = st == device::Status::kNoCuda ? Err::kStreamNoCuda : Err::kStreamNoGpu;
       return raise_error(MPI_COMM_SELF, e, __func__);
     }
     // The progress thread calls MPI beside the application.

@@ -40,7 +40,7 @@ struct EnqRequest {
   // Run by the GPU (KernelComm): the device request, and what the wait
   // must do after it. Enqueuing thread only.
   KernelComm *kernel = nullptr;
-  gpu::DeviceRequest dreq = nullptr;
+  device::DeviceRequest dreq = nullptr;
   bool recv = false;
   int peer = MPI_PROC_NULL, tag = 0;
   std::size_t capacity = 0;      // receive buffer bytes
@@ -48,7 +48,7 @@ struct EnqRequest {
   void *user_buf = nullptr;      // the pageable receive buffer staged for
   // Host-driven: a small device message's pinned slot (the receive's data
   // is copied out of it on the stream after the wait).
-  gpu::StagedSlot *slot = nullptr;
+  device::StagedSlot *slot = nullptr;
   // Progress thread only, from here on.
   MPI_Request inner = MPI_REQUEST_NULL;  // the started send/receive
   bool done = false;
@@ -60,11 +60,11 @@ enum class OpType : std::uint8_t { kSend, kRecv, kIsend, kIrecv, kWait, kStatus,
 // A status a GPU-run operation left in host-mapped memory, copied into the
 // application's MPI_Status by the progress thread (kStatus).
 struct StatusFill {
-  gpu::ExecResult *result = nullptr;  // null: an empty status (sends, MPI_PROC_NULL)
+  device::ExecResult *result = nullptr;  // null: an empty status (sends, MPI_PROC_NULL)
   MPI_Status *out = nullptr;
   int source = MPI_PROC_NULL, tag = MPI_ANY_TAG;
   std::size_t capacity = 0;
-  gpu::StreamExec *exec = nullptr;  // takes the result back
+  device::StreamExec *exec = nullptr;  // takes the result back
 };
 
 // One deferred operation of a GPU stream. Written by the enqueuing thread
@@ -87,8 +87,8 @@ struct Op {
   MPI_Status *statuses_out = MPI_STATUSES_IGNORE;  // kWait from Waitall
   bool waitall = false;
   std::vector<StatusFill> fills;                   // kStatus
-  gpu::StagedSlot *slot = nullptr;                 // kSend, kRecv: staged small device message
-  std::vector<gpu::StagedSlot *> release;          // kRelease: slots the stream is done with
+  device::StagedSlot *slot = nullptr;                 // kSend, kRecv: staged small device message
+  std::vector<device::StagedSlot *> release;          // kRelease: slots the stream is done with
   // Progress thread state.
   bool started = false;
   bool finished = false;
@@ -103,12 +103,12 @@ class StagePool {
   ~StagePool();
   StagePool(const StagePool &) = delete;
   StagePool &operator=(const StagePool &) = delete;
-  gpu::StagedSlot *take();  // nullptr: pinned memory ran out
-  void give(gpu::StagedSlot *s);
+  device::StagedSlot *take();  // nullptr: pinned memory ran out
+  void give(device::StagedSlot *s);
 
  private:
   std::mutex mutex_;
-  std::vector<gpu::StagedSlot *> free_, all_;
+  std::vector<device::StagedSlot *> free_, all_;
 };
 
 // Operations of one GPU stream not yet retired, in stream order.
@@ -126,7 +126,7 @@ struct Queue {
 
 struct Stream {
   MPIX_Stream handle = MPIX_STREAM_NULL;
-  std::unique_ptr<gpu::StreamTrigger> trigger;  // nullptr: a host stream
+  std::unique_ptr<device::StreamTrigger> trigger;  // nullptr: a host stream
   std::unique_ptr<Queue> queue;                 // GPU streams
   std::atomic<int> comms{0};                    // stream communicators using it
   std::atomic<bool> in_use{false};              // an MPIX call runs on it now

@@ -40,7 +40,7 @@ void print_summary() {
   MPIX_Get_library_version(version, &len);
   std::printf("%s\n", version);
   std::printf("transports built: %s; GPUs visible: %d\n", mpix::progress::transports_built(),
-              mpix::gpu::device_count());
+              mpix::device::device_count());
   int n = 0, changed = 0, np = 0;
   const mpix::ConfigVar *c = mpix::config_vars(&n);
   for (int i = 0; i < n; ++i)
@@ -83,11 +83,11 @@ int main(int argc, char **argv) {
     // Which transports this build has; MPIX_TRANSPORT picks one at MPI_Init.
     std::printf("# transports built: %s (MPIX_TRANSPORT=auto: ucx where UCX starts on every rank, else pmpi; ofi when named)\n",
                 mpix::progress::transports_built());
-    const int ngpu = mpix::gpu::device_count();
+    const int ngpu = mpix::device::device_count();
     std::printf("# GPUs visible: %d\n", ngpu);
     for (int d = 0; d < ngpu; ++d) {
       char desc[256];
-      mpix::gpu::describe(d, desc, sizeof desc);
+      mpix::device::describe(d, desc, sizeof desc);
       std::printf("#   GPU %d: %s\n", d, desc);
     }
   }

@@ -42,14 +42,14 @@ void print_configuration(const char *config_errors) {
   std::fprintf(stderr, "[mpix] %s\n", lib);
   std::fprintf(stderr, "[mpix] ranks %d, thread level %s (MPI library: %s)\n", g_runtime.world_size,
                thread_level_name(g_runtime.thread_provided), thread_level_name(g_runtime.thread_underlying));
-  const int ngpu = gpu::device_count();
+  const int ngpu = device::device_count();
   const char *provider = progress::transport_provider();
   std::fprintf(stderr, "[mpix] transport: %s%s%s (built: %s)\n", progress::transport_name(),
                provider[0] != '\0' ? ", provider " : "", provider, progress::transports_built());
   std::fprintf(stderr, "[mpix] GPUs visible to rank 0: %d\n", ngpu);
   for (int d = 0; d < ngpu; ++d) {
     char desc[256];
-    gpu::describe(d, desc, sizeof desc);
+    device::describe(d, desc, sizeof desc);
     std::fprintf(stderr, "[mpix]   GPU %d: %s\n", d, desc);
   }
   config_print(stderr, "[mpix] ");

@@ -85,14 +85,14 @@ int unpack_anywhere(const char *packed, std::size_t n, void *rbuf, MPI_Count cou
       std::memcpy(byte_at(rbuf, l.true_lb), packed, n);
       return MPI_SUCCESS;
     }
-    if (!gpu::compiled_with_cuda()) return error_code(Err::kDeviceBufferNoCuda);
+    if (!device::compiled_with_cuda()) return error_code(Err::kDeviceBufferNoCuda);
     const int err = copy_now(byte_at(rbuf, l.true_lb), false, packed, true, n, device::query(rbuf).device);
     return err ? cuda_error(err, "copy to device") : MPI_SUCCESS;
   }
   if (!packable(count, n)) return MPI_ERR_COUNT;
   const int elements = l.type_size > 0 ? static_cast<int>(static_cast<MPI_Count>(n) / l.type_size) : 0;
   if (!dev) return unpack_bytes(packed, static_cast<int>(n), rbuf, elements, dtype, comm);
-  if (!gpu::compiled_with_cuda()) return error_code(Err::kDeviceBufferNoCuda);
+  if (!device::compiled_with_cuda()) return error_code(Err::kDeviceBufferNoCuda);
   const int devno = device::query(rbuf).device;
   // Read the extent back first: unpacking writes only the typed bytes, and
   // the gaps between them must keep what the device holds.

@@ -253,7 +253,7 @@ bool gpu_deliver(P2PComm &c, Request *r, Message &m) {
   op->deliver = deliver;
   op->status = status;
   const bool rdev = deliver > 0 && device::is_device(r->rbuf);
-  if (rdev && !gpu::compiled_with_cuda()) op->status = error_code(Err::kDeviceBufferNoCuda);
+  if (rdev && !device::compiled_with_cuda()) op->status = error_code(Err::kDeviceBufferNoCuda);
   const bool direct = l.contiguous && m.bytes <= capacity && op->status == MPI_SUCCESS;
   if (direct) {
     op->dst = byte_at(r->rbuf, l.true_lb);
@@ -290,7 +290,7 @@ bool gpu_deliver(P2PComm &c, Request *r, Message &m) {
   const bool same_node = m.kind == kGpuRendezvous && rts.host == g_host;
   void *peer = nullptr;
   if (same_node && (rts.flags & kRtsIpc) && !g_config.force_staging && op->status != MPI_ERR_OTHER &&
-      op->status != error_code(Err::kDeviceBufferNoCuda) && gpu::compiled_with_cuda()) {
+      op->status != error_code(Err::kDeviceBufferNoCuda) && device::compiled_with_cuda()) {
     if (rts.pid == g_pid) {
       peer = reinterpret_cast<void *>(static_cast<std::uintptr_t>(rts.base));  // ourselves: same address space
     } else {

@@ -353,7 +353,7 @@ bool gpu_transmit(P2PComm &c, const void *buf, int count, MPI_Datatype dtype, in
   if (count == 0 || !device::is_device(buf)) return false;
   const Layout l = layout_of(dtype, count);
   if (l.bytes == 0) return false;
-  if (!gpu::compiled_with_cuda()) {
+  if (!device::compiled_with_cuda()) {
     *rc = error_code(Err::kDeviceBufferNoCuda);
     if (r != nullptr) r->finish(MPI_PROC_NULL, MPI_ANY_TAG, *rc, 0);
     return true;

@@ -147,7 +147,7 @@ struct Outgoing {
 };
 
 int stage_out(const void *buf, MPI_Count count, MPI_Datatype dtype, MPI_Comm comm, Outgoing *out) {
-  if (!gpu::compiled_with_cuda()) return error_code(Err::kDeviceBufferNoCuda);
+  if (!device::compiled_with_cuda()) return error_code(Err::kDeviceBufferNoCuda);
   const Layout l = layout_of(dtype, count);
   out->n = l.bytes;
   if (!out->bytes) out->bytes = std::make_unique<char[]>(static_cast<std::size_t>(l.bytes) + 1);
@@ -166,7 +166,7 @@ struct Incoming {
   MPI_Datatype dtype = MPI_DATATYPE_NULL;
 
   int prepare(void *buf, MPI_Count c, MPI_Datatype t) {
-    if (!gpu::compiled_with_cuda()) return error_code(Err::kDeviceBufferNoCuda);
+    if (!device::compiled_with_cuda()) return error_code(Err::kDeviceBufferNoCuda);
     dst = buf;
     count = c;
     dtype = t;
