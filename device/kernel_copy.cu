@@ -233,6 +233,13 @@ void write_descriptor(Descriptor &d, std::uint64_t seq, std::uint64_t src, std::
   for (int i = 0; i < 8; ++i) out[i] = w[i];
 }
 
+// Whether copies of n bytes with a host side (or device to device) are
+// the kernel's to make.
+bool takes(std::size_t n, bool host_side) {
+  const KernelCopyConfig &c = state().config;
+  return c.enabled && n <= (host_side ? c.max_bytes : c.device_max) && n < (std::size_t{1} << 32);
+}
+
 }  // namespace
 
 void kernel_copy_configure(const KernelCopyConfig &config) {
@@ -242,14 +249,9 @@ void kernel_copy_configure(const KernelCopyConfig &config) {
   if (s.config.max_bytes > (std::uint64_t{1} << 30)) s.config.max_bytes = std::uint64_t{1} << 30;
 }
 
-bool kernel_copy_takes(std::size_t n, bool host_side) {
-  const KernelCopyConfig &c = state().config;
-  return c.enabled && n <= (host_side ? c.max_bytes : c.device_max) && n < (std::size_t{1} << 32);
-}
-
 int kernel_copy(void *dst, bool dst_host, const void *src, bool src_host, std::size_t n, int device) {
   State &s = state();
-  if (!kernel_copy_takes(n, src_host || dst_host)) return kKernelCopyOff;
+  if (!takes(n, src_host || dst_host)) return kKernelCopyOff;
   if (n == 0) return 0;
   const std::uint64_t s_addr = reinterpret_cast<std::uintptr_t>(src), d_addr = reinterpret_cast<std::uintptr_t>(dst);
   if ((s_addr | d_addr) > kValueMask) return kKernelCopyOff;

@@ -5,7 +5,6 @@
 namespace mpix::device {
 
 void kernel_copy_configure(const KernelCopyConfig &) {}
-bool kernel_copy_takes(std::size_t, bool) { return false; }
 int kernel_copy(void *, bool, const void *, bool, std::size_t, int) { return kKernelCopyOff; }
 KernelCopyStats kernel_copy_stats() { return {}; }
 void kernel_copy_finalize() {}

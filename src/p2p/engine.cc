@@ -89,6 +89,16 @@ void *Message::operator new(std::size_t bytes) {
   return p;
 }
 
+void Message::keep_payload(const char *from) {
+  char *to = small;
+  if (bytes > kSmall) {
+    owned = std::make_unique<char[]>(bytes);
+    to = owned.get();
+  }
+  if (bytes > 0) std::memcpy(to, from, bytes);
+  payload = to;
+}
+
 Message::~Message() {
   if (gpu_waiting_on != nullptr) gpu_forget(*this);
 }
@@ -271,13 +281,7 @@ void P2PComm::keep_unexpected(Message &m) {
   // moves to memory of its own size (a flood of small messages costs what
   // they carry, not a landing buffer each).
   if (m.kind == kEager && m.bytes > 0) {
-    char *to = m.small;
-    if (m.bytes > Message::kSmall) {
-      m.owned = std::make_unique<char[]>(m.bytes);
-      to = m.owned.get();
-    }
-    std::memcpy(to, m.payload, m.bytes);
-    m.payload = to;
+    m.keep_payload(m.payload);
   } else if (m.kind == kSingleCopy) {
     m.descriptor = std::make_unique<char[]>(sizeof(progress::SingleCopyRts));
     std::memcpy(m.descriptor.get(), m.payload, sizeof(progress::SingleCopyRts));

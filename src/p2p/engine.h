@@ -53,6 +53,10 @@ struct Message {
   // it (for a kGpuBuffered arrival), else nullptr.
   const void *gpu_waiting_on = nullptr;
 
+  // An eager payload that must outlive the transport's buffer: copied into
+  // `small` or `owned` (memory of the message's own size).
+  void keep_payload(const char *from);
+
   Message() = default;
   Message(const Message &) = delete;
   Message &operator=(const Message &) = delete;

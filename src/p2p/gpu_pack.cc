@@ -79,21 +79,22 @@ int unpack_anywhere(const char *packed, std::size_t n, void *rbuf, MPI_Count cou
                     MPI_Comm comm) {
   if (n == 0) return MPI_SUCCESS;
   const Layout l = layout_of(dtype, count);
-  const bool dev = device::is_device(rbuf);
+  const device::PtrInfo where = device::query(rbuf);  // one driver call, host or device
+  const bool dev = where.kind == device::MemKind::kDevice;
   if (l.contiguous) {
     if (!dev) {
       std::memcpy(byte_at(rbuf, l.true_lb), packed, n);
       return MPI_SUCCESS;
     }
     if (!device::compiled_with_cuda()) return error_code(Err::kDeviceBufferNoCuda);
-    const int err = copy_now(byte_at(rbuf, l.true_lb), false, packed, true, n, device::query(rbuf).device);
+    const int err = copy_now(byte_at(rbuf, l.true_lb), false, packed, true, n, where.device);
     return err ? cuda_error(err, "copy to device") : MPI_SUCCESS;
   }
   if (!packable(count, n)) return MPI_ERR_COUNT;
   const int elements = l.type_size > 0 ? static_cast<int>(static_cast<MPI_Count>(n) / l.type_size) : 0;
   if (!dev) return unpack_bytes(packed, static_cast<int>(n), rbuf, elements, dtype, comm);
   if (!device::compiled_with_cuda()) return error_code(Err::kDeviceBufferNoCuda);
-  const int devno = device::query(rbuf).device;
+  const int devno = where.device;
   // Read the extent back first: unpacking writes only the typed bytes, and
   // the gaps between them must keep what the device holds.
   const Extent e = extent_of(dtype, count);

@@ -217,9 +217,7 @@ void gpu_buffered_arrival(P2PComm &c, const progress::Arrival &a) {
   // eager message with its bytes.
   m.kind = kEager;
   m.descriptor.reset();
-  m.owned = std::make_unique<char[]>(m.bytes > 0 ? m.bytes : 1);
-  if (m.bytes > 0) std::memcpy(m.owned.get(), a.payload, m.bytes);
-  m.payload = m.owned.get();
+  m.keep_payload(a.payload);
   ++g_stats.buffered_kept;
   send_reply(c, a.source, a.h.data_tag, kReplyDone, 0);
 }
@@ -252,13 +250,14 @@ bool gpu_deliver(P2PComm &c, Request *r, Message &m) {
   op->bytes = static_cast<std::size_t>(m.bytes);
   op->deliver = deliver;
   op->status = status;
-  const bool rdev = deliver > 0 && device::is_device(r->rbuf);
+  const device::PtrInfo rinfo = deliver > 0 ? device::query(r->rbuf) : device::PtrInfo{};
+  const bool rdev = rinfo.kind == device::MemKind::kDevice;
   if (rdev && !device::compiled_with_cuda()) op->status = error_code(Err::kDeviceBufferNoCuda);
   const bool direct = l.contiguous && m.bytes <= capacity && op->status == MPI_SUCCESS;
   if (direct) {
     op->dst = byte_at(r->rbuf, l.true_lb);
     op->dst_on_device = rdev;
-    op->dst_device = rdev ? device::query(op->dst).device : 0;
+    op->dst_device = rdev ? rinfo.device : 0;
   } else if (op->bytes > 0) {
     op->packed = std::make_unique<char[]>(op->bytes);
   }
@@ -311,15 +310,15 @@ bool gpu_deliver(P2PComm &c, Request *r, Message &m) {
     const int dev = op->dst_on_device ? op->dst_device : device::current_device();
     const char *from = byte_at(peer, static_cast<MPI_Aint>(rts.offset));
     // Small ones by the resident kernel, at once: a copy-engine job and its
-    // event cost more than the copy (device/kernel_copy.h).
-    int err = n == 0 ? 0 : device::kKernelCopyOff;
-    const bool to_host = op->packed || !op->dst_on_device;
-    if (err != 0 && device::kernel_copy_takes(n, to_host)) {
-      err = device::kernel_copy(to, to_host, from, false, n, dev);
-    }
-    if (err == device::kKernelCopyOff) {
-      err = device::copy_async(to, from, n, dev, &op->event);
-      if (err == 0) op->copying = true;
+    // event cost more than the copy (device/kernel_copy.h); the rest, or
+    // where it cannot run, by the copy engines.
+    int err = 0;
+    if (n > 0) {
+      err = device::kernel_copy(to, op->packed || !op->dst_on_device, from, false, n, dev);
+      if (err == device::kKernelCopyOff) {
+        err = device::copy_async(to, from, n, dev, &op->event);
+        if (err == 0) op->copying = true;
+      }
     }
     if (err) op->status = cuda_error(err, "IPC copy");
     RecvOp *raw = op.get();

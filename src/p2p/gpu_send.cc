@@ -368,8 +368,9 @@ bool gpu_transmit(P2PComm &c, const void *buf, int count, MPI_Datatype dtype, in
   // through host memory at every size), buffered after a wait so that a
   // small one never waits for its receive forever (SendOp::maybe_buffer).
   const std::size_t eager = std::min(g_config.eager_limit, p2p_config().eager_limit);
-  const bool near = info.ipc_capable && !g_config.force_staging && progress::same_node(GpuAccess::world(c, dest));
-  const std::size_t eager_here = near ? std::min(eager, g_config.node_eager_limit) : eager;
+  const bool near = g_config.node_eager_limit < eager && info.ipc_capable && !g_config.force_staging &&
+                    progress::same_node(GpuAccess::world(c, dest));
+  const std::size_t eager_here = near ? g_config.node_eager_limit : eager;
   if ((bytes <= eager_here && mode != SendMode::kSync) || mode == SendMode::kBuffered)
     *rc = gpu_eager(c, buf, count, dtype, l, info, dest, tag, mode, r, lock);
   else
