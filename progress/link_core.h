@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cstdio>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -21,6 +22,7 @@
 #include <utility>
 #include <vector>
 
+#include "single_copy.h"
 #include "transport.h"
 
 namespace mpix::progress {
@@ -87,10 +89,11 @@ class TransportCore {
   }
   void unregister_link(std::uint32_t id) { links_.erase(id); }
 
-  // Operations waiting for a peer's acknowledgement, by cookie (never 0).
-  std::uint64_t await_ack(OpT *op) {
+  // Operations waiting for the acknowledgement of MPI_COMM_WORLD rank
+  // `world`, by cookie (never 0).
+  std::uint64_t await_ack(OpT *op, int world) {
     const std::uint64_t cookie = next_cookie_++;
-    acks_.emplace(cookie, op);
+    acks_.emplace(cookie, Awaited{op, world});
     return cookie;
   }
   void forget_ack(std::uint64_t cookie) { acks_.erase(cookie); }
@@ -129,11 +132,50 @@ class TransportCore {
     return now - activity_changed_ < linger;
   }
 
+  // From poll(): a process of this node that exited will never acknowledge,
+  // and nothing else would end the wait of a synchronous or single-copy
+  // send to it (the transports are not told; MPI's own launcher may leave
+  // the survivors running). Those sends fail (OpT::peer_exited()), each
+  // once. /proc is read at most every kExitCheckPeriod, and only while
+  // acknowledgements are awaited.
+  void fail_acks_of_exited() {
+    if (acks_.empty() || ++polls_since_check_ < kExitCheckPolls) return;
+    polls_since_check_ = 0;
+    const auto now = std::chrono::steady_clock::now();
+    if (now - last_exit_check_ < kExitCheckPeriod) return;
+    last_exit_check_ = now;
+    std::map<int, bool> exited;  // the few peers awaited, each looked at once
+    std::vector<std::pair<std::uint64_t, Awaited>> failed;
+    for (const auto &[cookie, a] : acks_) {
+      auto it = exited.find(a.world);
+      if (it == exited.end()) it = exited.emplace(a.world, process_exited(a.world)).first;
+      if (it->second) failed.emplace_back(cookie, a);
+    }
+    for (const auto &[world, gone] : exited) {
+      if (!gone) continue;
+      std::size_t n = 0;
+      for (const auto &f : failed) n += f.second.world == world ? 1 : 0;
+      std::fprintf(stderr,
+                   "[mpix] rank %d: MPI_COMM_WORLD rank %d, a process of this node, exited before acknowledging "
+                   "%zu message(s): their sends fail with MPI_ERR_OTHER\n",
+                   world_rank_, world, n);
+    }
+    for (const auto &[cookie, a] : failed) {
+      acks_.erase(cookie);
+      ++stats.peer_exits;
+      a.op->peer_exited();
+    }
+  }
+
   int world_rank_ = 0;
   std::size_t window_ = 0;
   std::vector<Peer> peers_;
   std::unordered_map<std::uint32_t, LinkT *> links_;
-  std::unordered_map<std::uint64_t, OpT *> acks_;
+  struct Awaited {
+    OpT *op;
+    int world;
+  };
+  std::unordered_map<std::uint64_t, Awaited> acks_;
   std::atomic<long> outstanding_{0};
   // Polls that did something (a count: the clock is slow to read on every
   // poll); busy_within() notes when it last changed.
@@ -144,6 +186,10 @@ class TransportCore {
   std::uint64_t next_cookie_ = 1;
   std::uint64_t seen_activity_ = 0;
   std::chrono::steady_clock::time_point activity_changed_{};
+  static constexpr unsigned kExitCheckPolls = 256;  // polls between clock reads
+  static constexpr std::chrono::milliseconds kExitCheckPeriod{20};
+  unsigned polls_since_check_ = 0;
+  std::chrono::steady_clock::time_point last_exit_check_{};
 };
 
 // Arrivals of one communicator in each sender's order. Transports do not

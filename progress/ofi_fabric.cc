@@ -527,7 +527,7 @@ void Fabric::arrived(const char *data, std::size_t length) {
     case kFrameRendezvousDone: {
       auto it = acks_.find(f.c.cookie);
       if (it == acks_.end()) return;
-      Op *op = it->second;
+      Op *op = it->second.op;
       acks_.erase(it);
       if (f.kind == kFrameSyncAck) ++stats.sync_acks;
       op->acknowledged();
@@ -594,6 +594,7 @@ int Fabric::poll() {
     n += read + sent;
     if (read == 0 && sent == 0) break;
   }
+  fail_acks_of_exited();
   while (!completed_.empty()) {
     std::vector<Done> done;
     done.swap(completed_);

@@ -97,6 +97,9 @@ class Op {
   virtual bool local() const { return true; }
   // The peer's sync ack or rendezvous-done named its cookie.
   virtual void acknowledged() {}
+  // Awaiting an acknowledgement from a process of this node that exited
+  // (TransportCore::fail_acks_of_exited): no ack will come.
+  virtual void peer_exited() {}
   int inflight = 0;  // its libfabric operations not completed yet
 };
 

@@ -70,6 +70,10 @@ class SyncOp final : public Op {
     acked = true;
     if (sent) finish();
   }
+  void peer_exited() override {
+    error = MPI_ERR_OTHER;
+    acknowledged();
+  }
   void abandon() override { done = nullptr; }
   bool local() const override { return false; }
   void finish() {
@@ -105,6 +109,10 @@ class RndvOp final : public Op {
   void acknowledged() override {
     acked = true;
     if (sent) finish();
+  }
+  void peer_exited() override {
+    error = MPI_ERR_OTHER;
+    acknowledged();
   }
   void abandon() override { done = nullptr; }
   bool local() const override { return false; }
@@ -210,7 +218,7 @@ int OfiLink::send_eager(int dest, const WireHeader &h, const void *payload, std:
 
   if (sync) {
     auto op = std::make_unique<SyncOp>(e, done);
-    op->env.cookie = host_.await_ack(op.get());
+    op->env.cookie = host_.await_ack(op.get(), peer);
     *pending = true;
     ssize_t r = host_.inject(peer, &op->env, sizeof op->env, payload, n);
     if (r == 0) {
@@ -290,7 +298,7 @@ int OfiLink::rendezvous(int dest, const WireHeader &h, const void *src, std::siz
   op->env = envelope(dest, h, kFrameRendezvous);
   op->env.addr = addr;
   op->env.key = key;
-  op->env.cookie = host_.await_ack(op.get());
+  op->env.cookie = host_.await_ack(op.get(), peer);
   const ssize_t r = host_.inject(peer, &op->env, sizeof op->env, nullptr, 0);
   int rc = MPI_SUCCESS;
   if (r == 0) {

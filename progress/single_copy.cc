@@ -7,6 +7,7 @@
 #include <atomic>
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <vector>
 
@@ -20,6 +21,10 @@ struct State {
   std::size_t min_bytes = 0;
   std::int32_t pid = 0;
   std::vector<std::uint64_t> node;  // per MPI_COMM_WORLD rank
+  // Per MPI_COMM_WORLD rank of this node: its process and when it started
+  // (a pid alone may be reused once the process is gone).
+  std::vector<std::int32_t> pid_of;
+  std::vector<std::uint64_t> start_of;
   std::uint64_t mine = 0;
   const char *why_not = "not started";
 };
@@ -42,9 +47,36 @@ struct Card {
   std::uint64_t probe;  // address of a word holding `probe_value`
   std::int32_t pid;
   std::uint32_t pad;
+  std::uint64_t start;  // process_start(pid)
 };
 constexpr std::uint64_t kProbeValue = 0x6d7069782d636d61ull;  // "mpix-cma"
 volatile std::uint64_t g_probe_word = kProbeValue;
+
+// /proc/PID/stat's state letter and start time (clock ticks after boot);
+// false if there is no such process.
+bool process_stat(std::int32_t pid, char *state, std::uint64_t *start) {
+  char path[64];
+  std::snprintf(path, sizeof path, "/proc/%d/stat", static_cast<int>(pid));
+  std::FILE *f = std::fopen(path, "r");
+  if (f == nullptr) return false;
+  char line[1024] = {};
+  const std::size_t n = std::fread(line, 1, sizeof line - 1, f);
+  std::fclose(f);
+  line[n] = '\0';
+  // The command name, in parentheses, may hold spaces and parentheses: the
+  // fields that follow start after the last ')'.
+  const char *p = std::strrchr(line, ')');
+  if (p == nullptr || p[1] != ' ') return false;
+  *state = p[2];
+  // Fields 3 (state) to 22 (starttime): skip 19 fields after the state.
+  p += 3;
+  for (int field = 0; field < 19 && p != nullptr; ++field) {
+    p = std::strchr(p, ' ');
+    if (p != nullptr) ++p;
+  }
+  *start = p != nullptr ? std::strtoull(p, nullptr, 10) : 0;
+  return true;
+}
 
 }  // namespace
 
@@ -93,11 +125,22 @@ void single_copy_start(bool wanted, std::size_t min_bytes, int verbose) {
   int size = 0, rank = 0;
   PMPI_Comm_size(MPI_COMM_WORLD, &size);
   PMPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  Card me{s.mine, reinterpret_cast<std::uintptr_t>(&g_probe_word), s.pid, 0};
+  char state = 0;
+  std::uint64_t start = 0;
+  process_stat(s.pid, &state, &start);
+  Card me{s.mine, reinterpret_cast<std::uintptr_t>(&g_probe_word), s.pid, 0, start};
   std::vector<Card> all(static_cast<std::size_t>(size));
   PMPI_Allgather(&me, sizeof me, MPI_BYTE, all.data(), sizeof me, MPI_BYTE, MPI_COMM_WORLD);
   s.node.resize(all.size());
-  for (std::size_t i = 0; i < all.size(); ++i) s.node[i] = all[i].node;
+  s.pid_of.assign(all.size(), 0);
+  s.start_of.assign(all.size(), 0);
+  for (std::size_t i = 0; i < all.size(); ++i) {
+    s.node[i] = all[i].node;
+    if (all[i].node == s.mine) {
+      s.pid_of[i] = all[i].pid;
+      s.start_of[i] = all[i].start;
+    }
+  }
   // Each process reads the next process of its node (round), if any.
   int ok = wanted ? 1 : 0;
   if (ok) {
@@ -131,6 +174,19 @@ bool single_copy_to(int world, std::size_t bytes) {
 bool same_node(int world) {
   const State &s = state();
   return world >= 0 && static_cast<std::size_t>(world) < s.node.size() && s.node[static_cast<std::size_t>(world)] == s.mine;
+}
+
+bool process_exited(int world) {
+  const State &s = state();
+  // The pids are ours to look at only where reads worked: then every
+  // process of the node shares our pid namespace.
+  if (!s.enabled || world < 0 || static_cast<std::size_t>(world) >= s.pid_of.size()) return false;
+  const std::int32_t pid = s.pid_of[static_cast<std::size_t>(world)];
+  if (pid <= 0 || pid == s.pid) return false;
+  char st = 0;
+  std::uint64_t start = 0;
+  return !process_stat(pid, &st, &start) || st == 'Z' || st == 'X' || st == 'x' ||
+         start != s.start_of[static_cast<std::size_t>(world)];
 }
 
 bool single_copy_enabled() { return state().enabled; }

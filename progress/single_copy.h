@@ -32,6 +32,12 @@ void single_copy_start(bool wanted, std::size_t min_bytes, int verbose);
 bool same_node(int world);
 // Whether a message of `bytes` to MPI_COMM_WORLD rank `world` goes single-copy.
 bool single_copy_to(int world, std::size_t bytes);
+// Whether MPI_COMM_WORLD rank `world`, a process of this node, has exited
+// (gone, a zombie, or its pid now another process's). False where that
+// cannot be known: other nodes, or single copy off (the pids may be of
+// another namespace). Reads /proc: for a waiter's occasional check, not
+// for every message.
+bool process_exited(int world);
 // Whether single-copy is in use at all, and why not (for MPIX_VERBOSE).
 bool single_copy_enabled();
 const char *single_copy_why_not();

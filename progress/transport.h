@@ -186,6 +186,7 @@ struct TransportStats {
   std::uint64_t copied_sends = 0;       // eager sends that waited in a copy (no room on the wire)
   std::uint64_t credit_stalls = 0;      // eager sends turned rendezvous for lack of receiver credit
   std::uint64_t out_of_order = 0;       // arrivals held until their predecessors came
+  std::uint64_t peer_exits = 0;         // sends failed: their receiver, of this node, exited before acknowledging
   std::uint64_t endpoints = 0;
 };
 // Counters of this process's traffic (still readable after transport_stop).

@@ -56,6 +56,10 @@ class SyncOp final : public Op {
     // Reported from poll(), not from inside the call that got the ack.
     if (sent) worker()->complete_later(this, UCS_OK, 0);
   }
+  void peer_exited() override {
+    error = MPI_ERR_OTHER;
+    acknowledged();
+  }
   void abandon() override { done = nullptr; }
   bool local() const override { return false; }
   void finish() {
@@ -173,7 +177,7 @@ int UcxLink::send_eager(int dest, const WireHeader &h, const void *payload, std:
 
   if (sync) {
     auto op = std::make_unique<SyncOp>(e, done);
-    op->env.cookie = host_.await_ack(op.get());
+    op->env.cookie = host_.await_ack(op.get(), peer);
     *pending = true;
     ucs_status_t st = UCS_ERR_NO_RESOURCE;
     if (!host_.in_callback()) {

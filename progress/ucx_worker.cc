@@ -186,8 +186,8 @@ bool Worker::start(const TransportConfig &config, char *why, std::size_t why_len
 
 Worker::~Worker() {
   if (g_worker == this) g_worker = nullptr;
-  for (auto &[cookie, op] : acks_)
-    if (live_.count(op) == 0) delete op;  // NOLINT: waiting for an ack that never came
+  for (auto &[cookie, a] : acks_)
+    if (live_.count(a.op) == 0) delete a.op;  // NOLINT: waiting for an ack that never came
   acks_.clear();
   if (worker_ != nullptr) ucp_worker_destroy(worker_);
   if (context_ != nullptr) ucp_cleanup(context_);
@@ -316,7 +316,7 @@ ucs_status_t Worker::on_control(void *arg, const void *header, std::size_t heade
   } else if (c.kind == kSyncAck) {
     auto it = w->acks_.find(c.cookie);
     if (it == w->acks_.end()) return UCS_OK;
-    Op *op = it->second;
+    Op *op = it->second.op;
     w->acks_.erase(it);
     ++w->stats.sync_acks;
     op->acknowledged();
@@ -349,6 +349,7 @@ int Worker::poll() {
     n += static_cast<int>(arrived.size());
   }
   if (n > 0) activity_.store(activity_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+  fail_acks_of_exited();
   while (!deferred_.empty() || !completed_.empty()) {
     std::vector<std::function<void()>> later;
     later.swap(deferred_);
@@ -384,7 +385,7 @@ TransportCounts Worker::counts() const {
 
 void Worker::abandon() {
   for (Op *op : live_) op->abandon();
-  for (auto &[cookie, op] : acks_) op->abandon();
+  for (auto &[cookie, a] : acks_) a.op->abandon();
 }
 
 void Worker::stop() {

@@ -68,6 +68,9 @@ class Op {
   virtual bool local() const { return true; }
   // An eager synchronous send's receiver matched it.
   virtual void acknowledged() {}
+  // Awaiting an acknowledgement from a process of this node that exited
+  // (TransportCore::fail_acks_of_exited): no ack will come.
+  virtual void peer_exited() {}
   void *request = nullptr;  // UCX's handle while in flight
 };
 

@@ -76,6 +76,14 @@ const Pvar kPvars[] = {
      "messages received by reading the sender's buffer directly (cross-memory attach, MPIX_SINGLE_COPY)",
      &Sample::single_copy_reads},
     {"mpix_single_copy_bytes", kCounter, "bytes read so", &Sample::single_copy_bytes},
+    {"mpix_single_copy_failures", kCounter,
+     "single-copy reads that failed (the sender's process gone, or its buffer unmapped): the receive returned "
+     "MPI_ERR_OTHER",
+     &Sample::single_copy_failures},
+    {"mpix_peer_exits", kCounter,
+     "ucx and ofi transports: synchronous and single-copy sends failed with MPI_ERR_OTHER because their receiver, "
+     "a process of this node, exited before acknowledging",
+     &Sample::peer_exits},
     {"mpix_gpu_native_staged", kCounter,
      "device buffers of point-to-point calls on communicators the MPI library matches (not handled by mpix), "
      "staged through host memory: one per send and per receive",
@@ -128,6 +136,8 @@ Sample sample_now() {
   s.gpu_native_staged = p2p::staged_operations();
   s.single_copy_reads = progress::single_copy_stats().reads;
   s.single_copy_bytes = progress::single_copy_stats().bytes;
+  s.single_copy_failures = progress::single_copy_stats().failures;
+  s.peer_exits = t.peer_exits;
   s.stream_gpu_run = stream_stats().gpu_run.load(std::memory_order_relaxed);
   s.stream_host_driven = stream_stats().host_driven.load(std::memory_order_relaxed);
   s.malformed = progress::malformed_messages();

@@ -28,7 +28,8 @@
 # (device-initiated send/recv, bench/bench_dev_p2p), dev-tests (only the
 # dev_* lines of the GPU testlist, with memcheck and racecheck), scaling
 # (issue 8: bench/run_scaling.sh on every GPU of the host), suite (issue 25:
-# the copy kernel's tests and bench_gpu_suite per setting), reuse (issue 24:
+# the copy kernel's tests and bench_gpu_suite per setting), bench-mid (issue
+# 30: host messages 1 KiB - 16 MiB, native vs mpix), reuse (issue 24:
 # dev_reuse and p2p_native, then each under compute-sanitizer with 2 ranks). The build
 # always runs first, so any stage can run alone.
 #
@@ -274,6 +275,20 @@ if has_stage bench-cpu; then
     -t "${MPIX_BENCH_ROWS:-ucx,pmpi,ucx-tcp}" -o "$OUT/transports" "$lib" >"$OUT/transport_benchmarks.txt" 2>&1 ||
     bench_fail=1
   tail -n 120 "$OUT/transport_benchmarks.txt"
+fi
+# Issue 30: host messages 1 KiB - 16 MiB, native MPICH vs mpix over UCX
+# with single copy (ping-pong, streaming, bidirectional), 5 alternating
+# rounds, on this many-core host's CPUs (no GPU involved).
+if has_stage bench-mid; then
+  log "bench-mid: host ping-pong/streaming/bidirectional 1 KiB - 16 MiB, native vs mpix, 5 rounds"
+  printf '#!/bin/sh\nexec gcc "$@" -isystem %s -L%s -Wl,-rpath,%s -lmpich\n' \
+    "$MP/usr/include/x86_64-linux-gnu/mpich" "$MP/usr/lib/x86_64-linux-gnu" "$MP/usr/lib/x86_64-linux-gnu" \
+    >"$MP/mpicc"
+  chmod +x "$MP/mpicc"
+  lib=$PWD/src/.libs/libmpix.so; [ -e "$lib" ] || lib=$PWD/src/.libs/libmpix.so.0
+  MPICC="$MP/mpicc" MPIEXEC="$MPIEXEC" timeout "${MPIX_BENCH_TIMEOUT:-420}" bench/run_p2p_benchmarks.sh \
+    -s pingpong -R "${MPIX_MID_ROUNDS:-5}" -o "$OUT/p2p-mid" "$lib" >"$OUT/p2p_mid.txt" 2>&1 || bench_fail=1
+  tail -n 80 "$OUT/p2p_mid.txt"
 fi
 if has_stage bench-gpu; then
 mps_start

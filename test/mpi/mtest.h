@@ -42,6 +42,33 @@ static inline void mtest_check_handled(MPI_Comm comm, const char *name) {
   MTEST_CHECK(handled == 1, "%s is not handled by mpix", name);
 }
 
+/* One of mpix's counter performance variables (MPI_T), which counts from
+ * mtest_pvar_open on: what a test reads to see that mpix took the path it
+ * tests. ok is 0 where the variable is not there (read then gives -1). */
+typedef struct {
+  MPI_T_pvar_session session;
+  MPI_T_pvar_handle handle;
+  int ok;
+} mtest_pvar_t;
+
+static inline mtest_pvar_t mtest_pvar_open(const char *name) {
+  mtest_pvar_t p;
+  int provided = 0, index = -1, count = 0;
+  p.ok = 0;
+  p.handle = MPI_T_PVAR_HANDLE_NULL;
+  if (MPI_T_init_thread(MPI_THREAD_SINGLE, &provided) != MPI_SUCCESS) return p;
+  if (MPI_T_pvar_session_create(&p.session) != MPI_SUCCESS) return p;
+  if (MPI_T_pvar_get_index(name, MPI_T_PVAR_CLASS_COUNTER, &index) != MPI_SUCCESS) return p;
+  p.ok = MPI_T_pvar_handle_alloc(p.session, index, NULL, &p.handle, &count) == MPI_SUCCESS;
+  return p;
+}
+
+static inline long long mtest_pvar_read(mtest_pvar_t *p) {
+  unsigned long long v = 0;
+  if (!p->ok || MPI_T_pvar_read(p->session, p->handle, &v) != MPI_SUCCESS) return -1;
+  return (long long)v;
+}
+
 /* A part of a test this MPI library cannot run (an MPI-4 function it lacks:
  * configure's MPIX_HAVE_MPI_* flags): said on rank 0 as a "not checked:"
  * line, which test/runtests shows beside the test's PASS, so that what was

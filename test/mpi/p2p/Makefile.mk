@@ -159,3 +159,9 @@ test_mpi_p2p_buffer_reuse_SOURCES = test/mpi/p2p/buffer_reuse.c
 test_mpi_p2p_buffer_reuse_CFLAGS = $(MPIX_CFLAGS) -I$(top_srcdir)/test/mpi
 test_mpi_p2p_buffer_reuse_LDADD = src/libmpix.la $(MPI_LIBS)
 test_mpi_p2p_buffer_reuse_LDFLAGS = -no-install
+
+check_PROGRAMS += test/mpi/p2p/peer_exit
+test_mpi_p2p_peer_exit_SOURCES = test/mpi/p2p/peer_exit.c
+test_mpi_p2p_peer_exit_CFLAGS = $(MPIX_CFLAGS) -I$(top_srcdir)/test/mpi
+test_mpi_p2p_peer_exit_LDADD = src/libmpix.la $(MPI_LIBS)
+test_mpi_p2p_peer_exit_LDFLAGS = -no-install
