@@ -153,6 +153,7 @@ struct State {
   std::mutex mutex;
   KernelCopyConfig config;
   std::vector<std::unique_ptr<Ring>> rings;
+  std::vector<bool> loaded;  // per device: kernel_copy_preload() done
   std::atomic<std::uint64_t> copies{0}, launches{0};
 };
 
@@ -329,6 +330,18 @@ int kernel_copy(void *dst, bool dst_host, const void *src, bool src_host, std::s
   r->last_done = std::chrono::steady_clock::now();
   s.copies.fetch_add(1, std::memory_order_relaxed);
   return 0;
+}
+
+void kernel_copy_preload() {
+  State &s = state();
+  std::lock_guard<std::mutex> g(s.mutex);
+  if (!s.config.enabled) return;
+  int device = -1;
+  if (!cuda_ok(cudaGetDevice(&device)) || device < 0) return;
+  if (static_cast<std::size_t>(device) >= s.loaded.size()) s.loaded.resize(static_cast<std::size_t>(device) + 1);
+  if (s.loaded[static_cast<std::size_t>(device)]) return;
+  cudaFuncAttributes attributes{};
+  s.loaded[static_cast<std::size_t>(device)] = cuda_ok(cudaFuncGetAttributes(&attributes, copy_kernel));
 }
 
 KernelCopyStats kernel_copy_stats() {

@@ -61,6 +61,16 @@ struct KernelCopyStats {
 };
 KernelCopyStats kernel_copy_stats();
 
+// Loads the copy kernel into the current device's context now. Under
+// CUDA's lazy loading (the default since 12.2) a kernel's first launch
+// loads it, and loading may wait for the kernels already running: a launch
+// behind an application kernel that spins until mpix moved its message
+// (the device proxy path, a persistent kernel) waits forever, with the
+// thread that would have moved it. So whatever lets the application start
+// such kernels (MPIX_Comm_device_handle, MPIX_Stream_comm_create) loads it
+// first. Once per device; nothing when kernel copies are off.
+void kernel_copy_preload();
+
 // Stops the kernels and frees their memory (MPI_Finalize).
 void kernel_copy_finalize();
 

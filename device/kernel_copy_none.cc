@@ -7,6 +7,7 @@ namespace mpix::device {
 void kernel_copy_configure(const KernelCopyConfig &) {}
 int kernel_copy(void *, bool, const void *, bool, std::size_t, int) { return kKernelCopyOff; }
 KernelCopyStats kernel_copy_stats() { return {}; }
+void kernel_copy_preload() {}
 void kernel_copy_finalize() {}
 
 }  // namespace mpix::device

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "device_handle.h"
+#include "device/kernel_copy.h"
 #include "mpix_device.h"
 #include "src/errors.h"
 #include "src/p2p/engine.h"
@@ -149,6 +150,9 @@ int MPIX_Comm_device_handle(MPI_Comm comm, MPIX_Device_comm *handle) {
   int inter = 0;
   PMPI_Comm_test_inter(comm, &inter);
   if (inter) return raise_error(comm, Err::kInvalidComm, __func__);
+  // The application's kernels that use the handle may spin until mpix moved
+  // their messages: what mpix launches for them must be loaded before.
+  device::kernel_copy_preload();
   std::unique_ptr<DeviceHandle> owner;
   const Err e = devhandle::create(comm, false, devhandle::layout_from_config(), &owner);
   if (e != Err::kCount) return raise_error(comm, e, __func__);

@@ -5,6 +5,7 @@
 #include <cstring>
 #include <unordered_map>
 
+#include "device/kernel_copy.h"
 #include "enqueue_kernel.h"
 #include "progress/thread.h"
 #include "src/errors.h"
@@ -228,6 +229,9 @@ int MPIX_Stream_comm_create(MPI_Comm comm, MPIX_Stream stream, MPI_Comm *newcomm
     // Collective: a rank with a bad stream still takes part in the dup, so
     // the others do not hang; it then frees its copy and reports.
   }
+  // Kernels on the stream may wait for what the progress thread moves with
+  // mpix's copy kernel: loaded before they run (kernel_copy.h).
+  if (s) device::kernel_copy_preload();
   MPI_Comm dup = MPI_COMM_NULL;
   int rc = PMPI_Comm_dup(comm, &dup);
   if (rc != MPI_SUCCESS) return rc;

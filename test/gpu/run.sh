@@ -28,7 +28,8 @@
 # (device-initiated send/recv, bench/bench_dev_p2p), dev-tests (only the
 # dev_* lines of the GPU testlist, with memcheck and racecheck), scaling
 # (issue 8: bench/run_scaling.sh on every GPU of the host), suite (issue 25:
-# the copy kernel's tests and bench_gpu_suite per setting), bench-mid (issue
+# the copy kernel's tests and bench_gpu_suite per setting), sublist (the
+# GPU testlist entries matching MPIX_SUBLIST, no sanitizer), bench-mid (issue
 # 30: host messages 1 KiB - 16 MiB, native vs mpix), reuse (issue 24:
 # dev_reuse and p2p_native, then each under compute-sanitizer with 2 ranks). The build
 # always runs first, so any stage can run alone.
@@ -201,6 +202,15 @@ if command -v compute-sanitizer >/dev/null; then
 else
   echo "compute-sanitizer not found"
 fi
+fi
+
+# The GPU testlist's entries whose program matches MPIX_SUBLIST (an
+# extended regex at the line's start), without the sanitizer: the rest of a
+# run that a time limit cut off.
+if has_stage sublist; then
+  log "sublist: GPU testlist entries matching ${MPIX_SUBLIST:-.}"
+  run_sublist sub "${MPIX_SUBLIST:-.}" "${MPIX_TEST_TIMEOUT:-150}"
+  mps_stop
 fi
 
 # Issue 24: the buffer-reuse and native-communicator tests alone, then
