@@ -12,7 +12,8 @@ src_libmpixcore_la_SOURCES += progress/transport.cc progress/transport.h \
 	progress/pmpi_link.cc progress/pmpi_link.h progress/ucx.h \
 	progress/link_core.cc progress/link_core.h \
 	progress/check_link.cc progress/check_link.h \
-	progress/single_copy.cc progress/single_copy.h
+	progress/single_copy.cc progress/single_copy.h \
+	progress/shm_ring.cc progress/shm_ring.h
 if HAVE_UCX
 src_libmpixcore_la_SOURCES += progress/ucx.cc progress/ucx_worker.cc progress/ucx_worker.h \
 	progress/ucx_link.cc progress/ucx_link.h progress/ucx_wire.cc progress/ucx_wire.h

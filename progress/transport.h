@@ -131,6 +131,9 @@ struct TransportConfig {
   int verbose = 0;
   std::string ofi_provider = "auto";  // MPIX_OFI_PROVIDER
   bool check_links = false;           // MPIX_LINK_CHECK=defer: links wrapped in a CheckLink
+  bool shm_ring = true;               // MPIX_SHM_RING
+  std::size_t shm_ring_bytes = 262144;    // MPIX_SHM_RING_BYTES
+  std::size_t shm_ring_slot_bytes = 256;  // MPIX_SHM_RING_SLOT_BYTES
 };
 
 // MPI_Init: brings up the selected transport. An explicitly requested one
@@ -186,6 +189,7 @@ struct TransportStats {
   std::uint64_t copied_sends = 0;       // eager sends that waited in a copy (no room on the wire)
   std::uint64_t credit_stalls = 0;      // eager sends turned rendezvous for lack of receiver credit
   std::uint64_t out_of_order = 0;       // arrivals held until their predecessors came
+  std::uint64_t shm_ring = 0;           // messages and control frames sent through a shared-memory ring
   std::uint64_t peer_exits = 0;         // sends failed: their receiver, of this node, exited before acknowledging
   std::uint64_t endpoints = 0;
 };

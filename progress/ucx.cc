@@ -19,7 +19,10 @@ bool start(const TransportConfig &config, char *why, std::size_t why_len) {
   int all = 0;
   PMPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
   if (ok && !all) std::snprintf(why, why_len, "UCX is not usable on another rank");
-  if (all) g_ucx = std::move(w);
+  if (all) {
+    g_ucx = std::move(w);
+    g_ucx->start_rings();
+  }
   return all != 0;
 }
 

@@ -223,7 +223,10 @@ int UcxLink::send_eager(int dest, const WireHeader &h, const void *payload, std:
   // message waits in a copy and the send completes, as an eager send does
   // natively -- up to kCopiesMax of them; then a nonblocking send's request
   // waits for its own transfer.
-  const bool tied = done != nullptr && g_copies >= kCopiesMax;
+  // To a process of this node whose ring is full, a nonblocking send waits
+  // for room without a copy: the receiver frees its ring whenever it polls,
+  // as it must to complete its own sends.
+  const bool tied = done != nullptr && (g_copies >= kCopiesMax || host_.ring_reaches(peer));
   auto op = std::make_unique<EagerOp>(e, tied ? done : nullptr);
   const void *from = payload;
   if (!tied) {

@@ -222,8 +222,39 @@ void Worker::complete_later(Op *op, ucs_status_t status, std::size_t length) {
   outstanding_.fetch_add(1, std::memory_order_relaxed);
 }
 
+void Worker::start_rings() {
+  if (!config_.shm_ring) return;
+  char why[256] = "";
+  const bool ok = rings_.start(config_.shm_ring_bytes, config_.shm_ring_slot_bytes, why, sizeof why);
+  if (config_.verbose > 0 && world_rank_ == 0) {
+    if (ok) std::fprintf(stderr, "[mpix] shared-memory rings within a node: %zu bytes each, slots of %zu bytes\n",
+                         rings_.ring_bytes(), config_.shm_ring_slot_bytes);
+    else std::fprintf(stderr, "[mpix] shared-memory rings within a node: off (%s)\n", why);
+  }
+}
+
 ucs_status_t Worker::send_am(int world, unsigned id, const void *header, std::size_t header_bytes,
                              const void *payload, std::size_t bytes, std::uint32_t flags, Op *op) {
+  // Whatever goes eagerly to a process of this node and fits its ring takes
+  // the ring: done at once, the op not kept (as UCX's immediate
+  // completion). A full ring keeps the op's message in order behind the
+  // others for poll() (none without an op: the caller then makes one), as
+  // UCX keeps a send that found no room on the wire; UCX itself would
+  // overtake them (the receiver then holds what comes early).
+  if ((flags & UCP_AM_SEND_FLAG_RNDV) == 0 && rings_.reaches(world) &&
+      header_bytes + bytes <= rings_.capacity()) {
+    if (backlog_.empty()) backlog_.resize(peers_.size());
+    auto &waiting = backlog_[static_cast<std::size_t>(world)];
+    if (waiting.empty() && rings_.send(world, id, header, header_bytes, payload, bytes)) {
+      ++stats.shm_ring;
+      return UCS_OK;
+    }
+    if (op == nullptr) return UCS_ERR_NO_RESOURCE;
+    waiting.push_back(Backlogged{op, id, header, header_bytes, payload, bytes});
+    ++backlogged_;
+    track(op);
+    return UCS_INPROGRESS;
+  }
   ucp_ep_h ep = endpoint(world);
   if (ep == nullptr) return UCS_ERR_UNREACHABLE;
   ucp_request_param_t p{};
@@ -242,6 +273,25 @@ ucs_status_t Worker::send_am(int world, unsigned id, const void *header, std::si
   op->request = r;
   track(op);
   return UCS_INPROGRESS;
+}
+
+int Worker::drain_backlog() {
+  int n = 0;
+  for (std::size_t world = 0; world < backlog_.size() && backlogged_ > 0; ++world) {
+    auto &waiting = backlog_[world];
+    while (!waiting.empty()) {
+      const Backlogged &b = waiting.front();
+      if (!rings_.send(static_cast<int>(world), b.id, b.header, b.header_bytes, b.payload, b.bytes)) break;
+      Op *op = b.op;
+      waiting.pop_front();
+      --backlogged_;
+      ++stats.shm_ring;
+      ++n;
+      untrack(op);
+      op->complete(UCS_OK, 0);
+    }
+  }
+  return n;
 }
 
 void Worker::consumed(int world, std::size_t credit) {
@@ -329,6 +379,18 @@ bool Worker::busy() { return busy_within(kLinger); }
 int Worker::poll() {
   in_callback_ = true;
   int n = static_cast<int>(ucp_worker_progress(worker_));
+  if (rings_.running()) {
+    // As UCX's handlers would get them, inside the callback state: the
+    // data are the slot's until the handler returns (never kept: the
+    // handlers copy what they keep from a non-rendezvous message).
+    n += rings_.poll([this](const shm::Message &m) {
+      ucp_am_recv_param_t param{};
+      if (m.id == kAmMessage) on_message(this, m.header, m.header_bytes, m.data, m.bytes, &param);
+      else if (m.id == kAmControl) on_control(this, m.header, m.header_bytes, m.data, m.bytes, &param);
+      else report_malformed("UCX transport (shared-memory ring)", -1, WireError::kBadKind);
+    });
+    if (backlogged_ > 0) n += drain_backlog();
+  }
   in_callback_ = false;
   if (!loopback_.empty()) {
     // As if they arrived now; handlers then defer UCX calls as usual.

@@ -37,6 +37,7 @@
 #include <ucp/api/ucp.h>
 
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <memory>
 #include <string>
@@ -44,6 +45,7 @@
 #include <vector>
 
 #include "link_core.h"
+#include "shm_ring.h"
 #include "transport.h"
 #include "ucx_wire.h"
 
@@ -83,6 +85,11 @@ class Worker : public TransportCore<UcxLink, Op, Peer> {
  public:
   // Local bring-up; false with the reason in `why`.
   bool start(const TransportConfig &config, char *why, std::size_t why_len);
+  // Collective, after start() succeeded everywhere: the shared-memory rings
+  // to the processes of this node (MPIX_SHM_RING); without them (off, or
+  // they could not be set up) everything goes through UCX.
+  void start_rings();
+  bool ring_reaches(int world) const { return rings_.reaches(world); }
   ~Worker();
 
   ucp_worker_h handle() const { return worker_; }
@@ -170,6 +177,23 @@ class Worker : public TransportCore<UcxLink, Op, Peer> {
   };
   std::vector<Done> completed_;
   std::unordered_set<Op *> live_;  // outstanding_: live_ + completed_
+  // The fast lane within a node: eager messages that fit a ring and control
+  // frames (send_am), drained by poll().
+  shm::Node rings_;
+  // Per MPI_COMM_WORLD rank: what waits for room in its ring, in order
+  // (the op owns header and payload until it completes), pushed by poll().
+  struct Backlogged {
+    Op *op;
+    unsigned id;
+    const void *header;
+    std::size_t header_bytes;
+    const void *payload;
+    std::size_t bytes;
+  };
+  std::vector<std::deque<Backlogged>> backlog_;
+  std::size_t backlogged_ = 0;
+  // Pushes what waits into the rings that have room again.
+  int drain_backlog();
 };
 
 // The process's worker (nullptr unless the UCX transport is in use).

@@ -170,10 +170,24 @@ const ConfigVar kVars[] = {
      "from the sender's buffer (Linux cross-memory attach: one copy; used where every process can read its "
      "neighbour's memory, which ptrace rules decide); off: through the transport's rendezvous",
      [](const Config &c) { return word(c.single_copy ? "auto" : "off"); }},
-    {"MPIX_SINGLE_COPY_MIN", "16384",
+    {"MPIX_SINGLE_COPY_MIN", "16385",
      "smallest message (bytes) that goes single-copy within a node (MPIX_SINGLE_COPY), below MPIX_EAGER_LIMIT "
-     "too; smaller ones go eagerly (measured crossover: bench/RESULTS.md)",
+     "too; smaller ones go eagerly (through the shared-memory rings: faster than single copy up to the eager "
+     "limit, bench/RESULTS.md)",
      [](const Config &c) { return num(c.single_copy_min); }},
+    {"MPIX_SHM_RING", "on",
+     "ucx transport: on: messages that fit a slot and control frames between processes of one node go through "
+     "single-producer rings in shared memory (one per pair), the transport's path when a ring is full; off: "
+     "all through UCX",
+     [](const Config &c) { return word(c.shm_ring ? "on" : "off"); }},
+    {"MPIX_SHM_RING_BYTES", "262144",
+     "bytes of each ring (MPIX_SHM_RING), from one process to another of its node; less where a process's rings "
+     "from all the others would exceed 32 MiB. A message takes at most a quarter of its ring",
+     [](const Config &c) { return num(c.shm_ring_bytes); }},
+    {"MPIX_SHM_RING_SLOT_BYTES", "256",
+     "bytes of a ring slot (MPIX_SHM_RING), a multiple of 64: a message takes as many consecutive slots as its "
+     "16-byte head, 56-byte envelope and payload need",
+     [](const Config &c) { return num(c.shm_ring_slot_bytes); }},
     {"MPIX_LINK_CHECK", "off",
      "testing: defer: every eager send handed to the transport with a completion is held and its payload read "
      "only at the next progress step, so code that reuses a send's memory before the send completed sends "
@@ -352,6 +366,16 @@ Config config_from_env(char *errors, int errors_len) {
          [&](const char *v) { return parse_word(v, {"auto", "on", "1", "off", "0"}, {true, true, true, false, false}, &c.single_copy); });
   r.read("MPIX_SINGLE_COPY_MIN", "1 .. 2^40",
          [&](const char *v) { return parse_int(v, 1, 1L << 40, &c.single_copy_min); });
+  r.read("MPIX_SHM_RING", "on or off",
+         [&](const char *v) { return parse_word(v, {"on", "1", "off", "0"}, {true, true, false, false}, &c.shm_ring); });
+  r.read("MPIX_SHM_RING_BYTES", "4096 .. 2^30",
+         [&](const char *v) { return parse_int(v, 4096, 1L << 30, &c.shm_ring_bytes); });
+  r.read("MPIX_SHM_RING_SLOT_BYTES", "64 .. 65536, a multiple of 64", [&](const char *v) {
+    long bytes = 0;
+    if (!parse_int(v, 64, 1L << 16, &bytes) || bytes % 64 != 0) return false;
+    c.shm_ring_slot_bytes = bytes;
+    return true;
+  });
   r.read("MPIX_LINK_CHECK", "off or defer",
          [&](const char *v) { return parse_word(v, {"off", "defer"}, {false, true}, &c.link_check); });
   return c;

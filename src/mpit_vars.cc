@@ -40,6 +40,9 @@ const Pvar kPvars[] = {
      "messages sent by rendezvous (payload moved after the match), every transport", &Sample::rendezvous_sent},
     {"mpix_arrivals", kCounter, "envelopes that arrived from the transport on handled communicators",
      &Sample::arrivals},
+    {"mpix_shm_ring", kCounter,
+     "ucx transport: messages and control frames sent through the shared-memory rings within a node (MPIX_SHM_RING)",
+     &Sample::shm_ring},
     {"mpix_sync_acks", kCounter, "ucx and ofi transports: eager synchronous sends acknowledged at the match",
      &Sample::sync_acks},
     {"mpix_credit_stalls", kCounter,
@@ -121,6 +124,7 @@ Sample sample_now() {
   s.rendezvous_sent = t.rendezvous_sent;
   s.arrivals = t.arrivals;
   s.sync_acks = t.sync_acks;
+  s.shm_ring = t.shm_ring;
   s.credit_stalls = t.credit_stalls;
   s.region_batches = r.batches;
   s.region_gpu_batches = r.gpu_batches;

@@ -64,12 +64,12 @@ void print_statistics(const char *transport, const progress::TransportStats &t) 
   if (t.eager_sent + t.rendezvous_sent + t.arrivals > 0)
     std::fprintf(stderr,
                  "[mpix] rank %d: transport %s: eager %llu, rendezvous %llu, arrivals %llu, sync acks %llu, "
-                 "copied %llu, credit stalls %llu, out of order %llu, endpoints %llu\n",
+                 "copied %llu, credit stalls %llu, out of order %llu, endpoints %llu, shm ring %llu\n",
                  g_runtime.world_rank, transport, static_cast<unsigned long long>(t.eager_sent),
                  static_cast<unsigned long long>(t.rendezvous_sent), static_cast<unsigned long long>(t.arrivals),
                  static_cast<unsigned long long>(t.sync_acks), static_cast<unsigned long long>(t.copied_sends),
                  static_cast<unsigned long long>(t.credit_stalls), static_cast<unsigned long long>(t.out_of_order),
-                 static_cast<unsigned long long>(t.endpoints));
+                 static_cast<unsigned long long>(t.endpoints), static_cast<unsigned long long>(t.shm_ring));
   if (const std::uint64_t bad = progress::malformed_messages(); bad > 0)
     std::fprintf(stderr, "[mpix] rank %d: malformed messages dropped %llu\n", g_runtime.world_rank,
                  static_cast<unsigned long long>(bad));
@@ -187,6 +187,9 @@ int runtime_start(int thread_provided, int thread_underlying) {
   transport.landing_slots = p2p_config.landing_slots;
   transport.verbose = g_runtime.config.verbose;
   transport.check_links = g_runtime.config.link_check;
+  transport.shm_ring = g_runtime.config.shm_ring;
+  transport.shm_ring_bytes = static_cast<std::size_t>(g_runtime.config.shm_ring_bytes);
+  transport.shm_ring_slot_bytes = static_cast<std::size_t>(g_runtime.config.shm_ring_slot_bytes);
   char why[256];
   rc = progress::transport_start(transport, why, sizeof why);
   if (rc != MPI_SUCCESS) {

@@ -161,3 +161,15 @@ test_unit_test_kernel_copy_desc_CPPFLAGS = $(GTEST_CPPFLAGS) -I$(top_srcdir)
 test_unit_test_kernel_copy_desc_CXXFLAGS = $(MPIX_CXXFLAGS) $(MPIX_MATCH_SANITIZE)
 test_unit_test_kernel_copy_desc_LDFLAGS = $(MPIX_MATCH_SANITIZE)
 test_unit_test_kernel_copy_desc_LDADD = $(GTEST_LIBS)
+
+# The shared-memory rings of the transports' fast lane within a node
+# (issue 27): between threads and between processes.
+if HAVE_GTEST
+check_PROGRAMS += test/unit/test_shm_ring
+MPIX_UNIT_TESTS += test/unit/test_shm_ring
+endif
+test_unit_test_shm_ring_SOURCES = test/unit/test_shm_ring.cc progress/shm_ring.cc progress/single_copy.cc
+test_unit_test_shm_ring_CPPFLAGS = $(GTEST_CPPFLAGS) $(MPI_CPPFLAGS) -I$(top_srcdir)
+test_unit_test_shm_ring_CXXFLAGS = $(MPIX_CXXFLAGS) $(MPIX_MATCH_SANITIZE)
+test_unit_test_shm_ring_LDFLAGS = $(MPIX_MATCH_SANITIZE) -pthread
+test_unit_test_shm_ring_LDADD = $(GTEST_LIBS) $(MPI_LIBS)

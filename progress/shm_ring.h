@@ -1,0 +1,140 @@
+// Single-producer single-consumer message rings in shared memory between
+// the processes of one node (issue 27): a transport's fast lane for small
+// messages and control frames, in the manner of MPICH's and Open MPI's
+// shared-memory transports. A message is one slot (a 16-byte head, the
+// transport's header, the payload): the sender copies it in and publishes
+// it with one release store; the receiver polls the next slot's lap word,
+// hands the message up in place, and frees the slot. No allocation, lock or
+// system call per message; what does not fit (too big, ring full) takes
+// the transport's ordinary path, and the transport's sequence numbers put
+// the two paths back in order.
+#ifndef MPIX_PROGRESS_SHM_RING_H
+#define MPIX_PROGRESS_SHM_RING_H
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace mpix::progress::shm {
+
+// A message as the receiver sees it: valid until pop().
+struct Message {
+  std::uint32_t id;  // the transport's kind of message
+  const void *header;
+  std::size_t header_bytes;
+  void *data;
+  std::size_t bytes;
+};
+
+// One direction's ring over memory both processes map (bytes_for()):
+// a line the receiver writes (slots consumed), then the slots. A message
+// takes as many consecutive slots as it needs, never wrapping: where it
+// would, the sender first fills the rest of the ring with a skip record.
+// Each side makes its own Ring over the same memory and keeps its own
+// position; push() is the sender's, peek()/pop() the receiver's.
+class Ring {
+ public:
+  static std::size_t bytes_for(std::size_t slots, std::size_t slot_bytes);
+  // Zeroed memory is an empty ring. slot_bytes: a multiple of 64, at least
+  // 64; slots: at least 4.
+  Ring(void *memory, std::size_t slots, std::size_t slot_bytes);
+
+  // The largest header + payload one message carries: a quarter of the
+  // ring, so that a message never waits for more than its share.
+  std::size_t capacity() const { return slots_ * slot_bytes_ / 4 - kSlotHead; }
+  // Copies header and payload into the next slots and publishes them;
+  // false (nothing published) when they exceed capacity() or the ring has
+  // no room for them now.
+  bool push(std::uint32_t id, const void *header, std::size_t header_bytes, const void *payload, std::size_t bytes);
+  // The oldest message not popped yet, if any.
+  bool peek(Message *m);
+  // Frees the slots of the message peek() showed.
+  void pop();
+
+ private:
+  static constexpr std::size_t kSlotHead = 16;
+  static constexpr std::uint32_t kSkip = 0xffffffffu;  // id of a skip record
+  struct alignas(64) Consumed {
+    std::atomic<std::uint64_t> count;  // slots, not messages
+  };
+  // The lap word of a message starting at slot number seq: never 0, which
+  // marks a slot where no message starts (zeroed memory, or the inside of
+  // a message the receiver freed), and different in consecutive laps.
+  std::uint32_t lap_of(std::uint64_t seq) const {
+    return static_cast<std::uint32_t>((seq / slots_) % 0xfffffffeu) + 1;
+  }
+  char *slot(std::uint64_t seq) const { return slots_base_ + (seq % slots_) * slot_bytes_; }
+  std::size_t slots_for(std::size_t bytes) const { return (kSlotHead + bytes + slot_bytes_ - 1) / slot_bytes_; }
+  // Sender: whether n more slots are free.
+  bool room(std::size_t n);
+  void publish(std::uint64_t seq, std::uint32_t id, std::uint32_t header_bytes, std::uint32_t bytes);
+
+  Consumed *consumed_;
+  char *slots_base_;
+  std::size_t slots_, slot_bytes_;
+  std::uint64_t head_ = 0;           // sender: next slot number
+  std::uint64_t consumed_seen_ = 0;  // sender: last count read
+  std::uint64_t tail_ = 0;           // receiver: next slot number
+  std::size_t peeked_ = 0;           // receiver: slots of the message peek() showed
+};
+
+// This process's rings: one from every other process of its node (in a
+// segment it creates) and one to each (in theirs).
+class Node {
+ public:
+  Node() = default;
+  Node(const Node &) = delete;
+  Node &operator=(const Node &) = delete;
+  ~Node();
+  // Collective over MPI_COMM_WORLD: rings of ring_bytes (fewer where the
+  // node has so many processes that a process's rings from all the others
+  // would exceed kInboundBudget) in slots of slot_bytes. False (rings unused
+  // everywhere, the reason in why) where a process could not make or map
+  // its segments.
+  bool start(std::size_t ring_bytes, std::size_t slot_bytes, char *why, std::size_t why_len);
+  std::size_t ring_bytes() const { return ring_bytes_; }
+  // The largest header + payload a ring carries (Ring::capacity()).
+  std::size_t capacity() const { return out_.empty() ? 0 : out_.front().capacity(); }
+  static constexpr std::size_t kInboundBudget = std::size_t{32} << 20;
+  bool running() const { return running_; }
+  // Whether MPI_COMM_WORLD rank `world` is reached through a ring.
+  bool reaches(int world) const {
+    return running_ && world >= 0 && static_cast<std::size_t>(world) < out_of_.size() &&
+           out_of_[static_cast<std::size_t>(world)] >= 0;
+  }
+  bool send(int world, std::uint32_t id, const void *header, std::size_t header_bytes, const void *payload,
+            std::size_t bytes) {
+    if (!reaches(world)) return false;
+    return out_[static_cast<std::size_t>(out_of_[static_cast<std::size_t>(world)])].push(id, header, header_bytes,
+                                                                                         payload, bytes);
+  }
+  // Hands each waiting message to f(const Message &), at most `budget` from
+  // each ring; returns how many.
+  template <class F>
+  int poll(F &&f, int budget = 32) {
+    int n = 0;
+    Message m{};
+    for (Ring &r : in_) {
+      for (int k = 0; k < budget && r.peek(&m); ++k) {
+        f(m);
+        r.pop();
+        ++n;
+      }
+    }
+    return n;
+  }
+
+ private:
+  bool running_ = false;
+  std::size_t ring_bytes_ = 0;  // of each ring's slots, as started
+  std::vector<Ring> in_;        // from each other process of the node
+  std::vector<Ring> out_;       // to each
+  std::vector<int> out_of_;     // MPI_COMM_WORLD rank -> index in out_, -1: not on the node
+  std::vector<std::pair<void *, std::size_t>> maps_;  // to unmap
+};
+
+}  // namespace mpix::progress::shm
+
+#endif
