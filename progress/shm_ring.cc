@@ -33,7 +33,8 @@ Ring::Ring(void *memory, std::size_t slots, std::size_t slot_bytes)
     : consumed_(static_cast<Consumed *>(memory)),
       slots_base_(static_cast<char *>(memory) + 64),
       slots_(slots),
-      slot_bytes_(slot_bytes) {}
+      slot_bytes_(slot_bytes),
+      capacity_(slots * slot_bytes / 4 - kSlotHead) {}
 
 bool Ring::room(std::size_t n) {
   if (head_ + n - consumed_seen_ <= slots_) return true;
@@ -207,6 +208,7 @@ bool Node::start(std::size_t wanted_bytes, std::size_t slot_bytes, char *why, st
     out_.emplace_back(theirs[j] + static_cast<std::size_t>(mine) * ring_bytes, slots, slot_bytes);
   }
   running_ = !in_.empty();
+  capacity_ = running_ ? out_.front().capacity() : 0;
   return true;
 }
 

@@ -43,7 +43,7 @@ class Ring {
 
   // The largest header + payload one message carries: a quarter of the
   // ring, so that a message never waits for more than its share.
-  std::size_t capacity() const { return slots_ * slot_bytes_ / 4 - kSlotHead; }
+  std::size_t capacity() const { return capacity_; }
   // Copies header and payload into the next slots and publishes them;
   // false (nothing published) when they exceed capacity() or the ring has
   // no room for them now.
@@ -73,7 +73,7 @@ class Ring {
 
   Consumed *consumed_;
   char *slots_base_;
-  std::size_t slots_, slot_bytes_;
+  std::size_t slots_, slot_bytes_, capacity_;
   std::uint64_t head_ = 0;           // sender: next slot number
   std::uint64_t consumed_seen_ = 0;  // sender: last count read
   std::uint64_t tail_ = 0;           // receiver: next slot number
@@ -96,7 +96,7 @@ class Node {
   bool start(std::size_t ring_bytes, std::size_t slot_bytes, char *why, std::size_t why_len);
   std::size_t ring_bytes() const { return ring_bytes_; }
   // The largest header + payload a ring carries (Ring::capacity()).
-  std::size_t capacity() const { return out_.empty() ? 0 : out_.front().capacity(); }
+  std::size_t capacity() const { return capacity_; }
   static constexpr std::size_t kInboundBudget = std::size_t{32} << 20;
   bool running() const { return running_; }
   // Whether MPI_COMM_WORLD rank `world` is reached through a ring.
@@ -129,6 +129,7 @@ class Node {
  private:
   bool running_ = false;
   std::size_t ring_bytes_ = 0;  // of each ring's slots, as started
+  std::size_t capacity_ = 0;    // Ring::capacity() of them all
   std::vector<Ring> in_;        // from each other process of the node
   std::vector<Ring> out_;       // to each
   std::vector<int> out_of_;     // MPI_COMM_WORLD rank -> index in out_, -1: not on the node

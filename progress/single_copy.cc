@@ -80,6 +80,8 @@ bool process_stat(std::int32_t pid, char *state, std::uint64_t *start) {
 
 }  // namespace
 
+std::size_t g_single_copy_floor = SIZE_MAX;
+
 std::uint64_t node_identity() {
   char name[256] = {};
   gethostname(name, sizeof name - 1);
@@ -159,6 +161,7 @@ void single_copy_start(bool wanted, std::size_t min_bytes, int verbose) {
   g_bytes.store(0, std::memory_order_relaxed);
   g_failures.store(0, std::memory_order_relaxed);
   s.enabled = all_ok == 1;
+  g_single_copy_floor = s.enabled ? min_bytes : SIZE_MAX;
   s.why_not = s.enabled ? "" : !wanted ? "MPIX_SINGLE_COPY=off" : "a process could not read a neighbour's memory (ptrace rules)";
   if (verbose > 0 && rank == 0)
     std::fprintf(stderr, "[mpix] single-copy (cross-memory attach) within a node: %s%s\n",

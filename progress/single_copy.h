@@ -32,6 +32,11 @@ void single_copy_start(bool wanted, std::size_t min_bytes, int verbose);
 bool same_node(int world);
 // Whether a message of `bytes` to MPI_COMM_WORLD rank `world` goes single-copy.
 bool single_copy_to(int world, std::size_t bytes);
+// The smallest message that may go single-copy at all (SIZE_MAX while it
+// is off): the send path's inline test before single_copy_to(), so that
+// small messages pay one comparison for it.
+extern std::size_t g_single_copy_floor;
+inline bool single_copy_possible(std::size_t bytes) { return bytes >= g_single_copy_floor; }
 // Whether MPI_COMM_WORLD rank `world`, a process of this node, has exited
 // (gone, a zombie, or its pid now another process's). False where that
 // cannot be known: other nodes, or single copy off (the pids may be of

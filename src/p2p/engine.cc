@@ -660,7 +660,7 @@ int P2PComm::transmit(const void *buf, int count, MPI_Datatype dtype, int dest, 
   // Within a node the receiver may read the payload itself: one copy (from
   // MPIX_SINGLE_COPY_MIN bytes, below the eager limit too).
   int one_rc = MPI_SUCCESS;
-  if (life == PayloadLife::kUntilComplete &&
+  if (life == PayloadLife::kUntilComplete && progress::single_copy_possible(static_cast<std::size_t>(bytes)) &&
       transmit_single_copy(buf, count, dtype, l, dest, tag, mode, r, lock, &one_rc))
     return one_rc;
 
