@@ -14,8 +14,9 @@
 #             provider; MPICH keeps its own UCX shared memory)
 #   ofi-tcp   MPIX_TRANSPORT=ofi FI_PROVIDER=tcp (tcp;ofi_rxm) against MPICH
 #             over UCX_TLS=tcp,self: both on TCP
-# The tcp rows set MPIX_SINGLE_COPY=off: they stand for ranks on different
-# hosts, where single-copy (within a node) does not reach.
+# The tcp rows set MPIX_SINGLE_COPY=off MPIX_SHM_RING=off: they stand for
+# ranks on different hosts, where single copy and the shared-memory rings
+# (within a node) do not reach.
 #
 # Usage: bench/run_transport_benchmarks.sh [-o DIR] [-q] [-t LIST] [LIBMPIX]
 #   -o DIR   results (default: a new mktemp -d /tmp/mpix-transports.XXXXXX);
@@ -51,9 +52,9 @@ row() {  # NAME BENCHMARKS ENV...
 }
 row ucx matching,pingpong,unordered MPIX_TRANSPORT=ucx
 row pmpi matching,pingpong MPIX_TRANSPORT=pmpi
-row ucx-tcp matching,pingpong MPIX_TRANSPORT=ucx UCX_TLS=tcp,self MPIX_SINGLE_COPY=off
+row ucx-tcp matching,pingpong MPIX_TRANSPORT=ucx UCX_TLS=tcp,self MPIX_SINGLE_COPY=off MPIX_SHM_RING=off
 row ofi-shm matching,pingpong MPIX_TRANSPORT=ofi FI_PROVIDER=shm
-row ofi-tcp matching,pingpong MPIX_TRANSPORT=ofi FI_PROVIDER=tcp UCX_TLS=tcp,self MPIX_SINGLE_COPY=off
+row ofi-tcp matching,pingpong MPIX_TRANSPORT=ofi FI_PROVIDER=tcp UCX_TLS=tcp,self MPIX_SINGLE_COPY=off MPIX_SHM_RING=off
 
 for name in ucx pmpi ucx-tcp ofi-shm ofi-tcp; do
     [ -d "$out/$name" ] || continue

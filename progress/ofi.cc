@@ -16,6 +16,7 @@ bool start(const TransportConfig &config, char *why, std::size_t why_len) {
   // Collective inside, agreed on every rank.
   if (!f->start(config, config.ofi_provider, why, why_len)) return false;
   g_ofi = std::move(f);
+  g_ofi->start_rings();
   return true;
 }
 

@@ -48,6 +48,7 @@
 #include <vector>
 
 #include "link_core.h"
+#include "shm_ring.h"
 #include "ofi_wire.h"
 #include "transport.h"
 
@@ -129,6 +130,9 @@ class Fabric : public TransportCore<OfiLink, Op, Peer> {
   // opens it, exchanges addresses. false with the reason in `why`; then
   // false on every rank.
   bool start(const TransportConfig &config, const std::string &requested, char *why, std::size_t why_len);
+  // Collective, after start() succeeded everywhere: the shared-memory rings
+  // to the processes of this node (MPIX_SHM_RING, as under UCX).
+  void start_rings();
 
   const TransportConfig &config() const { return config_; }
   const char *provider() const { return provider_.c_str(); }
@@ -233,6 +237,10 @@ class Fabric : public TransportCore<OfiLink, Op, Peer> {
   std::vector<std::unique_ptr<RecvSlot>> slots_;
   std::vector<RecvSlot *> unposted_;
   std::vector<char> scratch_;  // an injected frame
+  // The fast lane within a node: frames that fit a ring go there instead of
+  // fi_inject (inject()); a full ring sends them through the provider, and
+  // the receiver's sequence numbers put them back in order.
+  shm::Node rings_;
   std::unordered_set<Op *> ops_;
   std::deque<std::function<bool()>> queued_;
   struct Done {

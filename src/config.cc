@@ -176,9 +176,9 @@ const ConfigVar kVars[] = {
      "limit, bench/RESULTS.md)",
      [](const Config &c) { return num(c.single_copy_min); }},
     {"MPIX_SHM_RING", "on",
-     "ucx transport: on: messages that fit a slot and control frames between processes of one node go through "
-     "single-producer rings in shared memory (one per pair), the transport's path when a ring is full; off: "
-     "all through UCX",
+     "ucx and ofi transports: on: eager messages up to a quarter of a ring and control frames between processes "
+     "of one node go through single-producer rings in shared memory (one per pair); off: all through the "
+     "transport",
      [](const Config &c) { return word(c.shm_ring ? "on" : "off"); }},
     {"MPIX_SHM_RING_BYTES", "262144",
      "bytes of each ring (MPIX_SHM_RING), from one process to another of its node; less where a process's rings "

@@ -41,7 +41,8 @@ const Pvar kPvars[] = {
     {"mpix_arrivals", kCounter, "envelopes that arrived from the transport on handled communicators",
      &Sample::arrivals},
     {"mpix_shm_ring", kCounter,
-     "ucx transport: messages and control frames sent through the shared-memory rings within a node (MPIX_SHM_RING)",
+     "ucx and ofi transports: messages and control frames sent through the shared-memory rings within a node "
+     "(MPIX_SHM_RING)",
      &Sample::shm_ring},
     {"mpix_sync_acks", kCounter, "ucx and ofi transports: eager synchronous sends acknowledged at the match",
      &Sample::sync_acks},

@@ -16,8 +16,9 @@ MPIX_TEST_ENV = MPIEXEC="$(MPIEXEC)" MPIEXEC_FLAGS="$(MPIEXEC_FLAGS)" \
 # with TCP as well: MPIX_UCX_TLS=tcp,self puts mpix's own UCX on the network
 # path between hosts while the MPI library keeps its default (MPICH 4.0.2
 # with UCX_TLS=tcp,self itself hangs in MPI_Finalize at 3 ranks or more);
-# the TCP passes turn single-copy off (MPIX_SINGLE_COPY=off), which does not
-# reach other hosts, so that they test what goes between hosts.
+# the TCP passes turn single-copy and the shared-memory rings off
+# (MPIX_SINGLE_COPY=off MPIX_SHM_RING=off), which do not reach other hosts,
+# so that they test what goes between hosts.
 MPIX_TRANSPORT_TESTLISTS = test/mpi/testlist test/mpi/p2p/testlist test/mpi/stream/testlist
 MPIX_UCX_TCP = tcp,self
 # The libfabric transport likewise, once with its shm provider and once
@@ -49,14 +50,14 @@ check-local: all
 	  $(foreach l,$(MPIX_TESTLISTS),--testlist $(l)) $(MPIX_TEST_SKIPS) \
 	  $(if $(strip $(MPIX_UCX_BUILT)),--testlist test/mpi/transport/testlist \
 	    $(if $(filter ucx-tcp,$(MPIX_TRANSPORT_PASSES)),--env MPIX_TRANSPORT=ucx --env MPIX_UCX_TLS=$(MPIX_UCX_TCP) \
-	      --env MPIX_SINGLE_COPY=off \
+	      --env MPIX_SINGLE_COPY=off --env MPIX_SHM_RING=off \
 	      $(foreach l,$(MPIX_TRANSPORT_TESTLISTS),--testlist $(l)) --noenv) \
 	    $(if $(filter pmpi,$(MPIX_TRANSPORT_PASSES)),--env MPIX_TRANSPORT=pmpi \
 	      $(foreach l,$(MPIX_TRANSPORT_TESTLISTS),--testlist $(l)) --noenv), \
 	    --skip test/mpi/transport "built without UCX (configure --with-ucx)") \
 	  $(if $(strip $(MPIX_OFI_BUILT)),--testlist test/mpi/transport/testlist.ofi \
 	    $(foreach p,shm tcp,$(if $(filter ofi-$(p),$(MPIX_TRANSPORT_PASSES)),--env MPIX_TRANSPORT=ofi --env FI_PROVIDER=$(p) \
-	      $(if $(filter tcp,$(p)),--env MPIX_SINGLE_COPY=off) \
+	      $(if $(filter tcp,$(p)),--env MPIX_SINGLE_COPY=off --env MPIX_SHM_RING=off) \
 	      $(foreach l,$(MPIX_TRANSPORT_TESTLISTS),--testlist $(l)) --noenv)), \
 	    --skip test/mpi/transport/testlist.ofi "built without libfabric (configure --with-ofi)")
 
