@@ -9,7 +9,7 @@ src_libmpixcore_la_SOURCES += progress/datatype.cc progress/datatype.h
 # Transports under the point-to-point protocol: selection, pmpi, ucx, ofi.
 src_libmpixcore_la_SOURCES += progress/transport.cc progress/transport.h \
 	progress/wire.cc progress/wire.h \
-	progress/pmpi_link.cc progress/pmpi_link.h progress/ucx.h \
+	progress/pmpi_link.cc progress/pmpi_link.h progress/ucx.h progress/transport_kind.h \
 	progress/link_core.cc progress/link_core.h \
 	progress/check_link.cc progress/check_link.h \
 	progress/single_copy.cc progress/single_copy.h \

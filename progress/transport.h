@@ -31,6 +31,7 @@
 #include <string>
 
 #include "inflight.h"
+#include "transport_kind.h"
 #include "wire.h"
 
 namespace mpix::progress {
@@ -120,7 +121,6 @@ class Link {
   virtual int poll() = 0;
 };
 
-enum class TransportKind { kAuto, kPmpi, kUcx, kOfi };
 
 // Set at MPI_Init from mpix::Config (defaults: src/config.cc alone).
 struct TransportConfig {

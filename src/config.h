@@ -5,6 +5,8 @@
 
 #include <cstdio>
 
+#include "progress/transport_kind.h"
+
 namespace mpix {
 
 // The settings in force. No defaults here: config_from_env fills every field
@@ -13,7 +15,7 @@ namespace mpix {
 struct Config {
   int verbose;                // MPIX_VERBOSE
   bool intercept_all;         // MPIX_INTERCEPT
-  int transport;              // MPIX_TRANSPORT: 0 auto, 1 pmpi, 2 ucx, 3 ofi
+  progress::TransportKind transport;  // MPIX_TRANSPORT
   const char *ofi_provider;   // MPIX_OFI_PROVIDER (the environment's string or the table's default)
   long eager_limit;           // MPIX_EAGER_LIMIT
   int landing_slots;          // MPIX_LANDING_SLOTS
@@ -66,12 +68,16 @@ struct ConfigValue {
   const char *word;
 };
 
+// One row per setting (src/config.cc): everything about it in one place.
 struct ConfigVar {
   const char *name;
   const char *default_value;
   const char *help;
-  // Kept beside the name so that a new setting cannot be added without
-  // saying how tools read it (src/mpit.cc).
+  const char *expect;  // what a valid value looks like (range, words)
+  // Reads a value into its field: false (the field untouched or partly
+  // set) if it is not valid.
+  bool (*parse)(Config &c, const char *value);
+  // The value in force, as tools read it (src/mpit.cc).
   ConfigValue (*value)(const Config &c);
 };
 

@@ -177,10 +177,7 @@ int runtime_start(int thread_provided, int thread_underlying) {
   gpu_config.buffer_after_us = static_cast<unsigned>(g_runtime.config.gpu_buffer_after_us);
   p2p::gpu_start(gpu_config);
   progress::TransportConfig transport;
-  transport.kind = g_runtime.config.transport == 1   ? progress::TransportKind::kPmpi
-                   : g_runtime.config.transport == 2 ? progress::TransportKind::kUcx
-                   : g_runtime.config.transport == 3 ? progress::TransportKind::kOfi
-                                                     : progress::TransportKind::kAuto;
+  transport.kind = g_runtime.config.transport;
   transport.ofi_provider = g_runtime.config.ofi_provider;
   transport.eager_limit = p2p_config.eager_limit;
   transport.unexpected_limit = p2p_config.unexpected_limit;

@@ -3,6 +3,8 @@
 // reported and falls back to it, and README.md's table says the same.
 #include <gtest/gtest.h>
 
+#include <cstring>
+
 #include <cstdlib>
 #include <fstream>
 #include <map>
@@ -16,7 +18,7 @@ namespace {
 
 // Every field, so that two Configs compare whole.
 std::vector<long> fields(const mpix::Config &c) {
-  return {c.verbose,         c.intercept_all,   c.transport,           c.eager_limit,       c.landing_slots,
+  return {c.verbose,         c.intercept_all,   static_cast<long>(c.transport),         c.eager_limit,       c.landing_slots,
           c.unexpected_limit, c.progress_thread, c.stream_queue_depth, c.stream_host_path, c.gpu,               c.gpu_force_staging,
           c.gpu_eager_limit, c.gpu_chunk,       c.gpu_pipeline,        c.gpu_ipc_cache, c.gpu_pinned_slots,     c.gpu_match_threshold,
           c.device_proxy,    c.device_table,    c.device_keys, c.device_lane_tags,         c.device_channels,   c.device_ring,
@@ -81,7 +83,7 @@ TEST_F(ConfigTest, ValuesAreRead) {
   setenv("MPIX_DEVICE_RING", "100", 1);  // rounded down to a power of two
   const mpix::Config c = read();
   EXPECT_EQ(c.eager_limit, 123);
-  EXPECT_EQ(c.transport, 1);
+  EXPECT_EQ(c.transport, mpix::progress::TransportKind::kPmpi);
   EXPECT_EQ(c.device_ring, 64);
 }
 
@@ -89,7 +91,7 @@ TEST_F(ConfigTest, OfiTransportAndProvider) {
   setenv("MPIX_TRANSPORT", "ofi", 1);
   setenv("MPIX_OFI_PROVIDER", "tcp;ofi_rxm", 1);
   mpix::Config c = read();
-  EXPECT_EQ(c.transport, 3);
+  EXPECT_EQ(c.transport, mpix::progress::TransportKind::kOfi);
   EXPECT_STREQ(c.ofi_provider, "tcp;ofi_rxm");
   // Not a provider name: the default stays, and the error says so.
   setenv("MPIX_OFI_PROVIDER", "tcp ofi_rxm", 1);
@@ -107,6 +109,39 @@ TEST_F(ConfigTest, MpiTValueOfDefaultIsTheDefault) {
     ASSERT_NE(var.value, nullptr) << var.name;
     const mpix::ConfigValue v = var.value(c);
     EXPECT_EQ(v.is_word ? std::string(v.word) : std::to_string(v.number), var.default_value) << var.name;
+  }
+}
+
+// Each row reads its own field (one row per setting): a value set through
+// a row changes what that row shows and no other row's value; garbage is
+// refused by every row, with the row's expectation to say why.
+TEST_F(ConfigTest, EachRowOwnsItsField) {
+  const mpix::Config base = read();
+  for (const auto &var : vars_) {
+    ASSERT_NE(var.parse, nullptr) << var.name;
+    ASSERT_NE(var.expect, nullptr) << var.name;
+    EXPECT_GT(std::strlen(var.expect), 0u) << var.name;
+    mpix::Config c = base;
+    EXPECT_FALSE(var.parse(c, "not-a-value!")) << var.name;
+    ASSERT_TRUE(var.parse(c, var.default_value)) << var.name;
+    // Some value other than the default, where one of these is valid.
+    int changed = 0;
+    for (const char *candidate : {"0", "1", "2", "128", "4096", "65536", "on", "off", "all", "host", "proxy", "defer",
+                                  "staging", "ucx", "tcp"}) {
+      mpix::Config d = base;
+      if (!var.parse(d, candidate)) continue;
+      const mpix::ConfigValue mine = var.value(d), before = var.value(base);
+      if (mine.is_word ? std::strcmp(mine.word, before.word) == 0 : mine.number == before.number) continue;
+      ++changed;
+      for (const auto &other : vars_) {
+        if (&other == &var) continue;
+        const mpix::ConfigValue a = other.value(base), b = other.value(d);
+        EXPECT_EQ(a.is_word, b.is_word) << var.name << "=" << candidate << " changed " << other.name;
+        if (a.is_word) EXPECT_STREQ(a.word, b.word) << var.name << "=" << candidate << " changed " << other.name;
+        else EXPECT_EQ(a.number, b.number) << var.name << "=" << candidate << " changed " << other.name;
+      }
+    }
+    EXPECT_GT(changed, 0) << var.name << ": no other value tried";
   }
 }
 
