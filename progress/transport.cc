@@ -7,38 +7,72 @@
 
 namespace mpix::progress {
 namespace {
+
+// What the engine asks of a transport, one table per transport (as MPICH's
+// netmods and UCX's uct_iface_ops): the functions of ucx.h and ofi.h, or of
+// their _none.cc stand-ins in a build without the library.
+struct TransportOps {
+  const char *name;
+  bool (*built)();
+  // Collective over MPI_COMM_WORLD; false with the reason in why.
+  bool (*start)(const TransportConfig &config, char *why, std::size_t why_len);
+  // *out stays empty where the pmpi link must carry the communicator.
+  int (*create_link)(const LinkParams &params, std::unique_lock<std::mutex> &lock, std::unique_ptr<Link> *out);
+  int (*poll)();
+  bool (*busy)();
+  TransportCounts (*counts)();
+  void (*abandon)();
+  void (*stop)();
+  TransportStats (*stats)();
+  const char *(*provider)();
+};
+
+// The MPI library underneath carries everything through PmpiLinks, which
+// keep no process-wide state of their own beyond their counters (added in
+// below, whichever transport is active).
+bool yes() { return true; }
+bool pmpi_start(const TransportConfig &, char *, std::size_t) { return true; }
+int no_link(const LinkParams &, std::unique_lock<std::mutex> &, std::unique_ptr<Link> *) { return MPI_SUCCESS; }
+int nothing_polled() { return 0; }
+bool idle() { return false; }
+TransportCounts no_counts() { return {}; }
+void nothing() {}
+TransportStats no_stats() { return {}; }
+const char *no_provider() { return ""; }
+
+const TransportOps kPmpi{"pmpi", yes, pmpi_start, no_link, nothing_polled, idle, no_counts, nothing, nothing, no_stats,
+                         no_provider};
+const TransportOps kUcx{"ucx", ucx::built, ucx::start, ucx::create_link, ucx::poll, ucx::busy, ucx::counts,
+                        ucx::abandon, ucx::stop, ucx::stats, no_provider};
+const TransportOps kOfi{"ofi", ofi::built, ofi::start, ofi::create_link, ofi::poll, ofi::busy, ofi::counts,
+                        ofi::abandon, ofi::stop, ofi::stats, ofi::provider};
+
 TransportConfig g_config;
 // The transport that started (pmpi: neither of the others). A
 // communicator with members outside MPI_COMM_WORLD has a pmpi link even
 // then: the pmpi counters always add in.
-TransportKind g_active = TransportKind::kPmpi;
+const TransportOps *g_active = &kPmpi;
+
 }  // namespace
 
 int transport_start(const TransportConfig &config, char *why, std::size_t why_len) {
   g_config = config;
-  g_active = TransportKind::kPmpi;
+  g_active = &kPmpi;
   if (why_len > 0) why[0] = '\0';
-  switch (config.kind) {
-    case TransportKind::kPmpi: return MPI_SUCCESS;
-    case TransportKind::kOfi:
-      if (!ofi::start(config, why, why_len)) return MPI_ERR_OTHER;
-      g_active = TransportKind::kOfi;
-      return MPI_SUCCESS;
-    case TransportKind::kUcx:
-    case TransportKind::kAuto: break;
-  }
-  if (ucx::start(config, why, why_len)) {
-    g_active = TransportKind::kUcx;
+  // auto: ucx where it starts everywhere, else pmpi (which works
+  // everywhere); a transport named and not started fails MPI_Init.
+  const TransportOps *wanted = config.kind == TransportKind::kPmpi  ? &kPmpi
+                               : config.kind == TransportKind::kOfi ? &kOfi
+                                                                    : &kUcx;
+  if (wanted->start(config, why, why_len)) {
+    g_active = wanted;
     return MPI_SUCCESS;
   }
-  // auto: the pmpi transport works everywhere.
-  return config.kind == TransportKind::kUcx ? MPI_ERR_OTHER : MPI_SUCCESS;
+  return config.kind == TransportKind::kAuto ? MPI_SUCCESS : MPI_ERR_OTHER;
 }
 
 TransportCounts transport_counts() {
-  TransportCounts c = g_active == TransportKind::kUcx   ? ucx::counts()
-                      : g_active == TransportKind::kOfi ? ofi::counts()
-                                                        : TransportCounts{};
+  TransportCounts c = g_active->counts();
   const TransportCounts p = PmpiLink::counts();
   c.sent += p.sent;
   c.arrived += p.arrived;
@@ -46,58 +80,34 @@ TransportCounts transport_counts() {
   return c;
 }
 
-void transport_abandon() {
-  if (g_active == TransportKind::kUcx) ucx::abandon();
-  else if (g_active == TransportKind::kOfi) ofi::abandon();
-}
-
-void transport_stop() {
-  if (g_active == TransportKind::kUcx) ucx::stop();
-  else if (g_active == TransportKind::kOfi) ofi::stop();
-}
-
-const char *transport_name() {
-  return g_active == TransportKind::kUcx ? "ucx" : g_active == TransportKind::kOfi ? "ofi" : "pmpi";
-}
-
-const char *transport_provider() { return g_active == TransportKind::kOfi ? ofi::provider() : ""; }
+void transport_abandon() { g_active->abandon(); }
+void transport_stop() { g_active->stop(); }
+const char *transport_name() { return g_active->name; }
+const char *transport_provider() { return g_active->provider(); }
 
 const char *transports_built() {
-  if (ucx::built() && ofi::built()) return "pmpi ucx ofi";
-  if (ucx::built()) return "pmpi ucx";
-  if (ofi::built()) return "pmpi ofi";
+  if (kUcx.built() && kOfi.built()) return "pmpi ucx ofi";
+  if (kUcx.built()) return "pmpi ucx";
+  if (kOfi.built()) return "pmpi ofi";
   return "pmpi";
 }
 
 int link_create(const LinkParams &params, std::unique_lock<std::mutex> &lock, std::unique_ptr<Link> *out) {
-  int rc = MPI_SUCCESS;
-  if (g_active == TransportKind::kUcx) rc = ucx::create_link(params, lock, out);
-  else if (g_active == TransportKind::kOfi) rc = ofi::create_link(params, lock, out);
+  const int rc = g_active->create_link(params, lock, out);
   if (rc != MPI_SUCCESS) return rc;
   if (!*out) *out = std::make_unique<PmpiLink>(params, g_config);
   if (g_config.check_links) *out = std::make_unique<CheckLink>(std::move(*out));
   return MPI_SUCCESS;
 }
 
-int transport_poll() {
-  if (g_active == TransportKind::kUcx) return ucx::poll();
-  if (g_active == TransportKind::kOfi) return ofi::poll();
-  return 0;
-}
+int transport_poll() { return g_active->poll(); }
 
-bool transport_busy() {
-  if (CheckLink::held_everywhere() > 0) return true;
-  if (g_active == TransportKind::kUcx) return ucx::busy();
-  if (g_active == TransportKind::kOfi) return ofi::busy();
-  return false;
-}
+bool transport_busy() { return CheckLink::held_everywhere() > 0 || g_active->busy(); }
 
 TransportStats transport_stats() {
   // A communicator with members outside MPI_COMM_WORLD has a pmpi link even
   // when another transport carries the rest: the two add up.
-  TransportStats s = g_active == TransportKind::kUcx   ? ucx::stats()
-                     : g_active == TransportKind::kOfi ? ofi::stats()
-                                                       : TransportStats{};
+  TransportStats s = g_active->stats();
   const TransportStats p = PmpiLink::stats();
   s.eager_sent += p.eager_sent;
   s.rendezvous_sent += p.rendezvous_sent;
