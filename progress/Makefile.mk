@@ -6,27 +6,34 @@ src_libmpixcore_la_SOURCES += progress/immortal.h
 src_libmpixcore_la_SOURCES += progress/thread.cc progress/thread.h
 # Datatype layouts, packing (the protocol and the transports).
 src_libmpixcore_la_SOURCES += progress/datatype.cc progress/datatype.h
-# Transports under the point-to-point protocol: selection, pmpi, ucx, ofi.
-src_libmpixcore_la_SOURCES += progress/transport.cc progress/transport.h \
+# Transports under the point-to-point protocol: the shared core here
+# (selection and the operations table, wire headers, what the message
+# transports share, the checking link, single copy and the shared-memory
+# rings within a node), one folder per transport beside it.
+src_libmpixcore_la_SOURCES += progress/transport.cc progress/transport.h progress/transport_kind.h \
 	progress/wire.cc progress/wire.h \
-	progress/pmpi_link.cc progress/pmpi_link.h progress/ucx.h progress/transport_kind.h \
 	progress/link_core.cc progress/link_core.h \
 	progress/check_link.cc progress/check_link.h \
 	progress/single_copy.cc progress/single_copy.h \
 	progress/shm_ring.cc progress/shm_ring.h
+# pmpi: the MPI library underneath, on shadow communicators.
+src_libmpixcore_la_SOURCES += progress/pmpi/pmpi_link.cc progress/pmpi/pmpi_link.h
+# ucx: UCP active messages.
+src_libmpixcore_la_SOURCES += progress/ucx/ucx.h
 if HAVE_UCX
-src_libmpixcore_la_SOURCES += progress/ucx.cc progress/ucx_worker.cc progress/ucx_worker.h \
-	progress/ucx_link.cc progress/ucx_link.h progress/ucx_wire.cc progress/ucx_wire.h
+src_libmpixcore_la_SOURCES += progress/ucx/ucx.cc progress/ucx/ucx_worker.cc progress/ucx/ucx_worker.h \
+	progress/ucx/ucx_link.cc progress/ucx/ucx_link.h progress/ucx/ucx_wire.cc progress/ucx/ucx_wire.h
 else
-src_libmpixcore_la_SOURCES += progress/ucx_none.cc
+src_libmpixcore_la_SOURCES += progress/ucx/ucx_none.cc
 endif
 src_libmpixcore_la_LIBADD += $(UCX_LIBS)
-src_libmpixcore_la_SOURCES += progress/ofi.h
+# ofi: libfabric messages and reads.
+src_libmpixcore_la_SOURCES += progress/ofi/ofi.h
 if HAVE_OFI
-src_libmpixcore_la_SOURCES += progress/ofi.cc progress/ofi_fabric.cc progress/ofi_fabric.h \
-	progress/ofi_link.cc progress/ofi_link.h progress/ofi_wire.cc progress/ofi_wire.h \
-	progress/ofi_provider.cc progress/ofi_provider.h
+src_libmpixcore_la_SOURCES += progress/ofi/ofi.cc progress/ofi/ofi_fabric.cc progress/ofi/ofi_fabric.h \
+	progress/ofi/ofi_link.cc progress/ofi/ofi_link.h progress/ofi/ofi_wire.cc progress/ofi/ofi_wire.h \
+	progress/ofi/ofi_provider.cc progress/ofi/ofi_provider.h
 else
-src_libmpixcore_la_SOURCES += progress/ofi_none.cc
+src_libmpixcore_la_SOURCES += progress/ofi/ofi_none.cc
 endif
 src_libmpixcore_la_LIBADD += $(OFI_LIBS)

@@ -1,9 +1,9 @@
 #include "transport.h"
 
 #include "check_link.h"
-#include "ofi.h"
-#include "pmpi_link.h"
-#include "ucx.h"
+#include "progress/ofi/ofi.h"
+#include "progress/pmpi/pmpi_link.h"
+#include "progress/ucx/ucx.h"
 
 namespace mpix::progress {
 namespace {

@@ -1,5 +1,5 @@
 // libFuzzer target: the decoders of envelopes from peers (progress/wire.h,
-// progress/ucx_wire.h, progress/ofi_wire.h). The first byte picks the
+// progress/ucx/ucx_wire.h, progress/ofi/ofi_wire.h). The first byte picks the
 // decoder (pmpi landing buffer, UCX message header, UCX control header,
 // libfabric frame), the next few its
 // limits; the rest is the message, each part in a buffer of its own exact
@@ -15,8 +15,8 @@
 #include <cstring>
 #include <vector>
 
-#include "progress/ofi_wire.h"
-#include "progress/ucx_wire.h"
+#include "progress/ofi/ofi_wire.h"
+#include "progress/ucx/ucx_wire.h"
 #include "progress/wire.h"
 
 namespace {

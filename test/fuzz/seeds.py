@@ -3,7 +3,7 @@
 {wire,gpu_wire,proxy}): valid encodings, as the senders write them, with
 the selector and limit bytes each target reads first (see the targets'
 comments), plus a few near misses. Layouts: progress/wire.h,
-progress/ucx_wire.h, progress/ofi_wire.h, src/p2p/gpu_wire.h,
+progress/ucx/ucx_wire.h, progress/ofi/ofi_wire.h, src/p2p/gpu_wire.h,
 include/mpix_device/proxy.h.
 Run from the repository root; it replaces those three folders."""
 import hashlib

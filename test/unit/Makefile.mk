@@ -87,7 +87,7 @@ test_unit_test_key_numbers_LDFLAGS = $(MPIX_MATCH_SANITIZE)
 test_unit_test_key_numbers_LDADD = $(GTEST_LIBS)
 
 # Every decoder of bytes from a peer or a GPU thread (progress/wire.h,
-# progress/ucx_wire.h, progress/ofi_wire.h, src/p2p/gpu_wire.h,
+# progress/ucx/ucx_wire.h, progress/ofi/ofi_wire.h, src/p2p/gpu_wire.h,
 # mpix/proxy_desc.h): round trips, truncations and out-of-range fields,
 # under ASan/UBSan (an over-read of a truncated buffer is an error).
 # test/fuzz fuzzes the same functions.
@@ -96,20 +96,20 @@ check_PROGRAMS += test/unit/test_decoders
 MPIX_UNIT_TESTS += test/unit/test_decoders
 endif
 test_unit_test_decoders_SOURCES = test/unit/test_decode_wire.cc test/unit/test_decode_gpu.cc \
-	test/unit/test_decode_proxy.cc test/unit/test_decode_ofi.cc progress/wire.cc progress/ucx_wire.cc \
-	progress/ofi_wire.cc src/p2p/gpu_wire.cc mpix/proxy_desc.cc
+	test/unit/test_decode_proxy.cc test/unit/test_decode_ofi.cc progress/wire.cc progress/ucx/ucx_wire.cc \
+	progress/ofi/ofi_wire.cc src/p2p/gpu_wire.cc mpix/proxy_desc.cc
 test_unit_test_decoders_CPPFLAGS = $(GTEST_CPPFLAGS) -I$(top_srcdir) -I$(top_srcdir)/include
 test_unit_test_decoders_CXXFLAGS = $(MPIX_CXXFLAGS) $(MPIX_MATCH_SANITIZE)
 test_unit_test_decoders_LDFLAGS = $(MPIX_MATCH_SANITIZE)
 test_unit_test_decoders_LDADD = $(GTEST_LIBS)
 
-# The libfabric transport's choice of provider (progress/ofi_provider.h):
+# The libfabric transport's choice of provider (progress/ofi/ofi_provider.h):
 # pure, built whether or not libfabric is.
 if HAVE_GTEST
 check_PROGRAMS += test/unit/test_ofi_provider
 MPIX_UNIT_TESTS += test/unit/test_ofi_provider
 endif
-test_unit_test_ofi_provider_SOURCES = test/unit/test_ofi_provider.cc progress/ofi_provider.cc
+test_unit_test_ofi_provider_SOURCES = test/unit/test_ofi_provider.cc progress/ofi/ofi_provider.cc
 test_unit_test_ofi_provider_CPPFLAGS = $(GTEST_CPPFLAGS) -I$(top_srcdir)
 test_unit_test_ofi_provider_CXXFLAGS = $(MPIX_CXXFLAGS)
 test_unit_test_ofi_provider_LDADD = $(GTEST_LIBS)

@@ -1,4 +1,4 @@
-// The libfabric transport's frame decoding (progress/ofi_wire.h): a valid
+// The libfabric transport's frame decoding (progress/ofi/ofi_wire.h): a valid
 // encoding decodes to itself, every truncation is rejected, and each field
 // out of range is rejected by the check that names it (each case sets
 // exactly one field wrong, so removing that check turns the case into a
@@ -8,7 +8,7 @@
 #include <cstring>
 #include <vector>
 
-#include "progress/ofi_wire.h"
+#include "progress/ofi/ofi_wire.h"
 
 namespace {
 

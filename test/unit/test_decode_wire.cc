@@ -1,5 +1,5 @@
 // The envelope checks (progress/wire.h) and the UCX transport's header
-// decoding (progress/ucx_wire.h): a valid encoding decodes to itself, every
+// decoding (progress/ucx/ucx_wire.h): a valid encoding decodes to itself, every
 // truncation is rejected, and each field out of range is rejected by the
 // check that names it (each case sets exactly one field wrong, so removing
 // that check turns the case into a pass and the test fails).
@@ -8,7 +8,7 @@
 #include <cstring>
 #include <vector>
 
-#include "progress/ucx_wire.h"
+#include "progress/ucx/ucx_wire.h"
 #include "progress/wire.h"
 
 namespace {

@@ -1,8 +1,8 @@
-// Which libfabric provider the transport opens (progress/ofi_provider.h),
+// Which libfabric provider the transport opens (progress/ofi/ofi_provider.h),
 // from lists as fi_getinfo returns them here and on clusters.
 #include <gtest/gtest.h>
 
-#include "progress/ofi_provider.h"
+#include "progress/ofi/ofi_provider.h"
 
 namespace {
 

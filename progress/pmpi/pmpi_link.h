@@ -19,7 +19,7 @@
 #include <memory>
 #include <vector>
 
-#include "transport.h"
+#include "progress/transport.h"
 
 namespace mpix::progress {
 

@@ -2,7 +2,7 @@
 
 #include <cstring>
 
-#include "datatype.h"
+#include "progress/datatype.h"
 
 namespace mpix::progress::ucx {
 namespace {

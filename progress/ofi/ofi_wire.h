@@ -16,7 +16,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "wire.h"
+#include "progress/wire.h"
 
 namespace mpix::progress::ofi {
 

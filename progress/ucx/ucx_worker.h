@@ -44,9 +44,9 @@
 #include <unordered_set>
 #include <vector>
 
-#include "link_core.h"
-#include "shm_ring.h"
-#include "transport.h"
+#include "progress/link_core.h"
+#include "progress/shm_ring.h"
+#include "progress/transport.h"
 #include "ucx_wire.h"
 
 namespace mpix::progress::ucx {

@@ -15,7 +15,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "link_core.h"
+#include "progress/link_core.h"
 #include "ofi_fabric.h"
 
 namespace mpix::progress::ofi {

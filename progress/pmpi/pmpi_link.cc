@@ -4,7 +4,7 @@
 #include <cstring>
 #include <memory>
 
-#include "datatype.h"
+#include "progress/datatype.h"
 
 namespace mpix::progress {
 namespace {

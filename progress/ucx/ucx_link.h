@@ -16,7 +16,7 @@
 #include <mutex>
 #include <vector>
 
-#include "link_core.h"
+#include "progress/link_core.h"
 #include "ucx_worker.h"
 
 namespace mpix::progress::ucx {

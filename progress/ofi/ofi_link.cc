@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <cstring>
 
-#include "datatype.h"
+#include "progress/datatype.h"
 
 namespace mpix::progress::ofi {
 namespace {

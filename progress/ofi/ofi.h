@@ -6,7 +6,7 @@
 #include <memory>
 #include <mutex>
 
-#include "transport.h"
+#include "progress/transport.h"
 
 namespace mpix::progress::ofi {
 

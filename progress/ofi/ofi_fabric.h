@@ -47,10 +47,10 @@
 #include <unordered_set>
 #include <vector>
 
-#include "link_core.h"
-#include "shm_ring.h"
+#include "progress/link_core.h"
+#include "progress/shm_ring.h"
 #include "ofi_wire.h"
-#include "transport.h"
+#include "progress/transport.h"
 
 namespace mpix::progress::ofi {
 
