@@ -212,4 +212,16 @@ bool Node::start(std::size_t wanted_bytes, std::size_t slot_bytes, char *why, st
   return true;
 }
 
+void Node::start_if(bool wanted, std::size_t wanted_bytes, std::size_t slot_bytes, int verbose) {
+  if (!wanted) return;
+  char why[256] = "";
+  const bool ok = start(wanted_bytes, slot_bytes, why, sizeof why);
+  int rank = 0;
+  PMPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  if (verbose <= 0 || rank != 0) return;
+  if (ok) std::fprintf(stderr, "[mpix] shared-memory rings within a node: %zu bytes each, slots of %zu bytes\n",
+                       ring_bytes_, slot_bytes);
+  else std::fprintf(stderr, "[mpix] shared-memory rings within a node: off (%s)\n", why);
+}
+
 }  // namespace mpix::progress::shm

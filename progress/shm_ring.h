@@ -94,6 +94,9 @@ class Node {
   // everywhere, the reason in why) where a process could not make or map
   // its segments.
   bool start(std::size_t ring_bytes, std::size_t slot_bytes, char *why, std::size_t why_len);
+  // start() where `wanted` (MPIX_SHM_RING), saying on rank 0 what came of it
+  // when verbose (a transport's start-up).
+  void start_if(bool wanted, std::size_t ring_bytes, std::size_t slot_bytes, int verbose);
   std::size_t ring_bytes() const { return ring_bytes_; }
   // The largest header + payload a ring carries (Ring::capacity()).
   std::size_t capacity() const { return capacity_; }

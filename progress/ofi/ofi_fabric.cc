@@ -356,14 +356,7 @@ bool Fabric::post_receive(RecvSlot *slot) {
 }
 
 void Fabric::start_rings() {
-  if (!config_.shm_ring) return;
-  char why[256] = "";
-  const bool ok = rings_.start(config_.shm_ring_bytes, config_.shm_ring_slot_bytes, why, sizeof why);
-  if (config_.verbose > 0 && world_rank_ == 0) {
-    if (ok) std::fprintf(stderr, "[mpix] shared-memory rings within a node: %zu bytes each, slots of %zu bytes\n",
-                         rings_.ring_bytes(), config_.shm_ring_slot_bytes);
-    else std::fprintf(stderr, "[mpix] shared-memory rings within a node: off (%s)\n", why);
-  }
+  rings_.start_if(config_.shm_ring, config_.shm_ring_bytes, config_.shm_ring_slot_bytes, config_.verbose);
 }
 
 ssize_t Fabric::inject(int world, const void *head, std::size_t head_bytes, const void *payload, std::size_t n) {

@@ -223,14 +223,7 @@ void Worker::complete_later(Op *op, ucs_status_t status, std::size_t length) {
 }
 
 void Worker::start_rings() {
-  if (!config_.shm_ring) return;
-  char why[256] = "";
-  const bool ok = rings_.start(config_.shm_ring_bytes, config_.shm_ring_slot_bytes, why, sizeof why);
-  if (config_.verbose > 0 && world_rank_ == 0) {
-    if (ok) std::fprintf(stderr, "[mpix] shared-memory rings within a node: %zu bytes each, slots of %zu bytes\n",
-                         rings_.ring_bytes(), config_.shm_ring_slot_bytes);
-    else std::fprintf(stderr, "[mpix] shared-memory rings within a node: off (%s)\n", why);
-  }
+  rings_.start_if(config_.shm_ring, config_.shm_ring_bytes, config_.shm_ring_slot_bytes, config_.verbose);
 }
 
 ucs_status_t Worker::send_am(int world, unsigned id, const void *header, std::size_t header_bytes,

@@ -129,6 +129,17 @@ run_testlist() {  # LOGDIR TESTLIST [make check arguments...]
   fi
 }
 
+# The CPU benchmarks are plain MPI programs built here with an mpicc for the
+# unpacked MPICH (Debian's points at /usr): the bundle needs only libmpix.so
+# ($lib), which they preload.
+host_bench_tools() {
+  printf '#!/bin/sh\nexec gcc "$@" -isystem %s -L%s -Wl,-rpath,%s -lmpich\n' \
+    "$MP/usr/include/x86_64-linux-gnu/mpich" "$MP/usr/lib/x86_64-linux-gnu" "$MP/usr/lib/x86_64-linux-gnu" \
+    >"$MP/mpicc"
+  chmod +x "$MP/mpicc"
+  lib=$PWD/src/.libs/libmpix.so; [ -e "$lib" ] || lib=$PWD/src/.libs/libmpix.so.0
+}
+
 check_rc=0 san_fail=0 bench_fail=0
 # A two-rank benchmark once per enqueue path: LIMIT NAME PROGRAM [ARGS...];
 # output in $OUT/NAME_PATH.txt, shown.
@@ -273,14 +284,7 @@ if has_stage bench-cpu; then
     cat "$OUT/bench_match.txt"
   fi
   log "bench-cpu: point-to-point per transport, native vs mpix (${MPIX_BENCH_ROWS:-ucx,pmpi,ucx-tcp})"
-  # Debian's mpicc points at /usr; this one at the unpacked prefix. The
-  # benchmarks are plain MPI programs built here: the bundle needs only
-  # libmpix.so.
-  printf '#!/bin/sh\nexec gcc "$@" -isystem %s -L%s -Wl,-rpath,%s -lmpich\n' \
-    "$MP/usr/include/x86_64-linux-gnu/mpich" "$MP/usr/lib/x86_64-linux-gnu" "$MP/usr/lib/x86_64-linux-gnu" \
-    >"$MP/mpicc"
-  chmod +x "$MP/mpicc"
-  lib=$PWD/src/.libs/libmpix.so; [ -e "$lib" ] || lib=$PWD/src/.libs/libmpix.so.0
+  host_bench_tools
   MPICC="$MP/mpicc" MPIEXEC="$MPIEXEC" timeout "${MPIX_BENCH_TIMEOUT:-500}" bench/run_transport_benchmarks.sh \
     -t "${MPIX_BENCH_ROWS:-ucx,pmpi,ucx-tcp}" -o "$OUT/transports" "$lib" >"$OUT/transport_benchmarks.txt" 2>&1 ||
     bench_fail=1
@@ -291,11 +295,7 @@ fi
 # rounds, on this many-core host's CPUs (no GPU involved).
 if has_stage bench-mid; then
   log "bench-mid: host ping-pong/streaming/bidirectional 1 KiB - 16 MiB, native vs mpix, 5 rounds"
-  printf '#!/bin/sh\nexec gcc "$@" -isystem %s -L%s -Wl,-rpath,%s -lmpich\n' \
-    "$MP/usr/include/x86_64-linux-gnu/mpich" "$MP/usr/lib/x86_64-linux-gnu" "$MP/usr/lib/x86_64-linux-gnu" \
-    >"$MP/mpicc"
-  chmod +x "$MP/mpicc"
-  lib=$PWD/src/.libs/libmpix.so; [ -e "$lib" ] || lib=$PWD/src/.libs/libmpix.so.0
+  host_bench_tools
   MPICC="$MP/mpicc" MPIEXEC="$MPIEXEC" timeout "${MPIX_BENCH_TIMEOUT:-420}" bench/run_p2p_benchmarks.sh \
     -s pingpong -R "${MPIX_MID_ROUNDS:-5}" -o "$OUT/p2p-mid" "$lib" >"$OUT/p2p_mid.txt" 2>&1 || bench_fail=1
   tail -n 80 "$OUT/p2p_mid.txt"
