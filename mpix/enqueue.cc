@@ -13,7 +13,7 @@
 #include "src/errors.h"
 #include "src/p2p/api_common.h"
 #include "src/runtime.h"
-#include "stream.h"
+#include "enqueue.h"
 
 using namespace mpix;
 using namespace mpix::stream;

@@ -6,6 +6,7 @@
 #include <cstdio>
 
 #include "device_handle.h"
+#include "enqueue.h"
 #include "progress/datatype.h"
 #include "src/errors.h"
 #include "src/p2p/api_common.h"

@@ -6,6 +6,7 @@
 #include <unordered_map>
 
 #include "device/kernel_copy.h"
+#include "enqueue.h"
 #include "enqueue_kernel.h"
 #include "progress/thread.h"
 #include "src/errors.h"
