@@ -224,6 +224,7 @@ void Worker::complete_later(Op *op, ucs_status_t status, std::size_t length) {
 
 void Worker::start_rings() {
   rings_.start_if(config_.shm_ring, config_.shm_ring_bytes, config_.shm_ring_slot_bytes, config_.verbose);
+  if (rings_.running()) backlog_.resize(peers_.size());
 }
 
 ucs_status_t Worker::send_am(int world, unsigned id, const void *header, std::size_t header_bytes,
@@ -236,7 +237,6 @@ ucs_status_t Worker::send_am(int world, unsigned id, const void *header, std::si
   // overtake them (the receiver then holds what comes early).
   if ((flags & UCP_AM_SEND_FLAG_RNDV) == 0 && rings_.reaches(world) &&
       header_bytes + bytes <= rings_.capacity()) {
-    if (backlog_.empty()) backlog_.resize(peers_.size());
     auto &waiting = backlog_[static_cast<std::size_t>(world)];
     if (waiting.empty() && rings_.send(world, id, header, header_bytes, payload, bytes)) {
       ++stats.shm_ring;
