@@ -22,6 +22,9 @@
 #   -s LIST   benchmarks to run: matching,pingpong,unordered (default all)
 #   -S DIR    only print the tables of an existing results directory (for
 #             example after an interrupted run); builds and runs nothing
+#   -V NAME:VAR=VAL[,VAR=VAL...]  one more mpix run per round with these
+#             settings (repeatable), labelled NAME; its medians and ratios to
+#             native come after the usual columns (e.g. -V gpuoff:MPIX_GPU=off)
 # Environment: MPICC (mpicc), MPIEXEC (mpiexec), CFLAGS (-O2 -Wall),
 #   BIND2 (hydra binding for the 2-rank runs, default "-bind-to core"),
 #   BINDN (for the NP-rank run, default "-bind-to none"),
@@ -62,10 +65,11 @@ match_rounds=1
 np=4
 which="matching,pingpong,unordered"
 summary_dir=""
+variants=()
 
 usage() { sed -n '2,28p' "$0" | sed 's/^# \{0,1\}//'; exit "${1:-0}"; }
 
-while getopts "b:o:l:nqR:r:p:s:S:h" opt; do
+while getopts "b:o:l:nqR:r:p:s:S:V:h" opt; do
     case $opt in
     b) build=$OPTARG ;;
     o) results=$OPTARG ;;
@@ -77,6 +81,7 @@ while getopts "b:o:l:nqR:r:p:s:S:h" opt; do
     p) np=$OPTARG ;;
     s) which=$OPTARG ;;
     S) summary_dir=$OPTARG ;;
+    V) variants+=("$OPTARG") ;;
     h) usage 0 ;;
     *) usage 1 ;;
     esac
@@ -108,7 +113,7 @@ if [ "$quick" = 1 ]; then
     UR_ARGS="-n 256 -r 3 -t 2048"
 else
     MATCH_ARGS="-n 16384 -r 5 -t 16384 -T 3"
-    PP_ARGS="-M 16777216 -r 5 -i 10000 -b 67108864"
+    PP_ARGS=${PP_ARGS:-"-M 16777216 -r 5 -i 10000 -b 67108864"}
     UR_ARGS="-n 1024 -r 5 -t 16384"
 fi
 ncores=$(nproc 2>/dev/null || echo 2)
@@ -125,7 +130,9 @@ summarize() {
     local name=$1 keys=$2 vals=$3
     shift 3
     [ $# -gt 0 ] || return 0
-    awk -F, -v keys="$keys" -v vals="$vals" -v csv="$results/summary_$name.csv" '
+    local extra
+    extra=$(for v in "${variants[@]}"; do printf '%s,' "${v%%:*}"; done)
+    awk -F, -v keys="$keys" -v vals="$vals" -v extra="${extra%,}" -v csv="$results/summary_$name.csv" '
     function isnum(t) { return t ~ /^[-+]?[0-9.]+([eE][-+]?[0-9]+)?$/ }
     function med(lab, k, v,   n, i, j, a, t, c) {
         c = cnt[lab SUBSEP k SUBSEP v]; n = 0
@@ -146,7 +153,7 @@ summarize() {
             x[lab SUBSEP k SUBSEP vn[j] SUBSEP c] = $(col[vn[j]])
         }
     }
-    BEGIN { nk = split(keys, kn, ","); nv = split(vals, vn, ",") }
+    BEGIN { nk = split(keys, kn, ","); nv = split(vals, vn, ","); ne = extra == "" ? 0 : split(extra, en, ",") }
     END {
         hdr = keys; line = ""; top = ""
         for (j = 1; j <= nk; j++) w[j] = length(kn[j]) > 6 ? length(kn[j]) : 6
@@ -162,6 +169,13 @@ summarize() {
             line = line sprintf("| %14s %14s %8s ", "native", "mpix", "ratio")
             hdr = hdr "," vn[j] "_native," vn[j] "_mpix," vn[j] "_mpix_over_native"
         }
+        # Variants after every usual column, so readers of the first ones
+        # (the headline below, plots) need not know about them.
+        for (e = 1; e <= ne; e++) for (j = 1; j <= nv; j++) {
+            top = top sprintf("| %-23s ", en[e] " " vn[j])
+            line = line sprintf("| %14s %8s ", en[e], "ratio")
+            hdr = hdr "," vn[j] "_" en[e] "," vn[j] "_" en[e] "_over_native"
+        }
         print hdr > csv
         print top; print line
         for (i = 1; i <= nkeys; i++) {
@@ -172,6 +186,12 @@ summarize() {
                 r = (isnum(a) && isnum(b) && a + 0 != 0) ? sprintf("%.3f", b / a) : (b == "-" ? "-" : "n/a")
                 line = line sprintf("| %14s %14s %8s ", fmt(a), fmt(b), r)
                 row = row "," a "," b "," r
+            }
+            for (e = 1; e <= ne; e++) for (j = 1; j <= nv; j++) {
+                a = med("native", k, vn[j]); b = med(en[e], k, vn[j])
+                r = (isnum(a) && isnum(b) && a + 0 != 0) ? sprintf("%.3f", b / a) : (b == "-" ? "-" : "n/a")
+                line = line sprintf("| %14s %8s ", fmt(b), r)
+                row = row "," b "," r
             }
             print line; print row > csv
         }
@@ -195,6 +215,12 @@ if [ "$native_only" = 0 ]; then
     cp -L "$lib" "$build/libmpix.so" || exit 1
     plib=$build/libmpix.so
     labels="native mpix"
+    for v in "${variants[@]}"; do
+        case $v in
+        [A-Za-z]*:*=*) labels="$labels ${v%%:*}" ;;
+        *) echo "error: -V $v: expected NAME:VAR=VAL[,VAR=VAL...]" >&2; exit 1 ;;
+        esac
+    done
 fi
 
 # ---- environment record ----
@@ -227,6 +253,12 @@ run_one() {
     local pre=()
     if [ "$label" = mpix ]; then
         pre=(env LD_PRELOAD="$plib")
+    elif [ "$label" != native ]; then
+        local v settings=()
+        for v in "${variants[@]}"; do
+            [ "${v%%:*}" = "$label" ] && IFS=, read -r -a settings <<<"${v#*:}"
+        done
+        pre=(env LD_PRELOAD="$plib" "${settings[@]}")
     else
         pre=(env -u LD_PRELOAD)
     fi
@@ -243,7 +275,7 @@ run_one() {
         echo "   FAILED (exit $rc$([ $rc = 124 ] && echo ', timeout')); see $base.txt"
         tail -5 "$base.txt" | sed 's/^/   | /'
     fi
-    if [ "$label" = mpix ] && grep -q '^# mpix: not loaded' "$base.txt"; then
+    if [ "$label" != native ] && grep -q '^# mpix: not loaded' "$base.txt"; then
         echo "   WARNING: LD_PRELOAD=$plib did not load libmpix (no MPIX_Get_library_version)"
         failures=$((failures + 1))
     fi
@@ -256,8 +288,10 @@ run_rounds() {
     shift 5
     local r l order
     for r in $(seq 1 "$nr"); do
+        # Even rounds run the labels in reverse, so no setting always
+        # follows the same one.
         order=$labels
-        [ $((r % 2)) = 0 ] && [ "$native_only" = 0 ] && order="mpix native"
+        [ $((r % 2)) = 0 ] && order=$(echo $labels | tr ' ' '\n' | tac | tr '\n' ' ')
         for l in $order; do
             run_one "$bench" "$l" "$r" "$n" "$bind" "$tmo" "$@"
         done

@@ -25,13 +25,18 @@ static_assert(sizeof(std::atomic<std::uint32_t>) == sizeof(std::uint32_t), "lap 
 // there and the word is reached through the atomic's layout.
 std::atomic<std::uint32_t> *lap_word(char *slot) { return reinterpret_cast<std::atomic<std::uint32_t> *>(slot); }
 
+static_assert(std::atomic<std::uint64_t>::is_always_lock_free, "claim words shared between processes");
+
+std::atomic<Node *> g_active{nullptr};
+
 }  // namespace
 
-std::size_t Ring::bytes_for(std::size_t slots, std::size_t slot_bytes) { return 64 + slots * slot_bytes; }
+std::size_t Ring::bytes_for(std::size_t slots, std::size_t slot_bytes) { return kHeaderBytes + slots * slot_bytes; }
 
 Ring::Ring(void *memory, std::size_t slots, std::size_t slot_bytes)
     : consumed_(static_cast<Consumed *>(memory)),
-      slots_base_(static_cast<char *>(memory) + 64),
+      claims_(reinterpret_cast<Claims *>(static_cast<char *>(memory) + sizeof(Consumed))),
+      slots_base_(static_cast<char *>(memory) + kHeaderBytes),
       slots_(slots),
       slot_bytes_(slot_bytes),
       capacity_(slots * slot_bytes / 4 - kSlotHead) {}
@@ -104,7 +109,11 @@ void Ring::pop() {
   consumed_->count.store(tail_, std::memory_order_release);
 }
 
+Node *active_node() { return g_active.load(std::memory_order_acquire); }
+
 Node::~Node() {
+  Node *me = this;
+  g_active.compare_exchange_strong(me, nullptr, std::memory_order_acq_rel);
   for (auto &[p, n] : maps_) munmap(p, n);
 }
 
@@ -209,6 +218,7 @@ bool Node::start(std::size_t wanted_bytes, std::size_t slot_bytes, char *why, st
   }
   running_ = !in_.empty();
   capacity_ = running_ ? out_.front().capacity() : 0;
+  if (running_) g_active.store(this, std::memory_order_release);
   return true;
 }
 

@@ -29,7 +29,11 @@ struct Message {
 };
 
 // One direction's ring over memory both processes map (bytes_for()):
-// a line the receiver writes (slots consumed), then the slots. A message
+// a line the receiver writes (slots consumed), a line of claim words, then
+// the slots. The claim words are not the ring's: they are atomics both
+// ends of the pair may change, for the engine's split transfers
+// (src/p2p/split_copy.cc), which need a word each side can compare and
+// swap where cross-memory copies cannot. A message
 // takes as many consecutive slots as it needs, never wrapping: where it
 // would, the sender first fills the rest of the ring with a skip record.
 // Each side makes its own Ring over the same memory and keeps its own
@@ -53,12 +57,20 @@ class Ring {
   // Frees the slots of the message peek() showed.
   void pop();
 
+  static constexpr std::size_t kClaims = 8;
+  std::atomic<std::uint64_t> *claims() const { return claims_->word; }
+
  private:
   static constexpr std::size_t kSlotHead = 16;
   static constexpr std::uint32_t kSkip = 0xffffffffu;  // id of a skip record
   struct alignas(64) Consumed {
     std::atomic<std::uint64_t> count;  // slots, not messages
   };
+  struct alignas(64) Claims {
+    std::atomic<std::uint64_t> word[kClaims];
+  };
+  static_assert(sizeof(Consumed) == 64 && sizeof(Claims) == 64, "ring header lines");
+  static constexpr std::size_t kHeaderBytes = sizeof(Consumed) + sizeof(Claims);
   // The lap word of a message starting at slot number seq: never 0, which
   // marks a slot where no message starts (zeroed memory, or the inside of
   // a message the receiver freed), and different in consecutive laps.
@@ -72,6 +84,7 @@ class Ring {
   void publish(std::uint64_t seq, std::uint32_t id, std::uint32_t header_bytes, std::uint32_t bytes);
 
   Consumed *consumed_;
+  Claims *claims_;
   char *slots_base_;
   std::size_t slots_, slot_bytes_, capacity_;
   std::uint64_t head_ = 0;           // sender: next slot number
@@ -113,6 +126,14 @@ class Node {
     return out_[static_cast<std::size_t>(out_of_[static_cast<std::size_t>(world)])].push(id, header, header_bytes,
                                                                                          payload, bytes);
   }
+  // The claim words of the ring from `world` (this process receives) or to
+  // it (this process sends): Ring::kClaims each; nullptr where no ring.
+  std::atomic<std::uint64_t> *claims_from(int world) const {
+    return reaches(world) ? in_[static_cast<std::size_t>(out_of_[static_cast<std::size_t>(world)])].claims() : nullptr;
+  }
+  std::atomic<std::uint64_t> *claims_to(int world) const {
+    return reaches(world) ? out_[static_cast<std::size_t>(out_of_[static_cast<std::size_t>(world)])].claims() : nullptr;
+  }
   // Hands each waiting message to f(const Message &), at most `budget` from
   // each ring; returns how many.
   template <class F>
@@ -138,6 +159,10 @@ class Node {
   std::vector<int> out_of_;     // MPI_COMM_WORLD rank -> index in out_, -1: not on the node
   std::vector<std::pair<void *, std::size_t>> maps_;  // to unmap
 };
+
+// The rings of the transport in use (one per process), nullptr while none
+// run: the engine reaches the claim words through it.
+Node *active_node();
 
 }  // namespace mpix::progress::shm
 

@@ -34,7 +34,7 @@ State &state() {
   return s.get();
 }
 
-std::atomic<std::uint64_t> g_reads{0}, g_bytes{0}, g_failures{0};
+std::atomic<std::uint64_t> g_reads{0}, g_writes{0}, g_bytes{0}, g_failures{0};
 
 std::uint64_t fnv(std::uint64_t h, const char *s, std::size_t n) {
   for (std::size_t i = 0; i < n; ++i) h = (h ^ static_cast<unsigned char>(s[i])) * 1099511628211ull;
@@ -95,12 +95,16 @@ std::uint64_t node_identity() {
   return h;
 }
 
-int single_copy_read(std::int32_t pid, std::uint64_t remote, void *local, std::size_t n) {
-  char *to = static_cast<char *>(local);
+namespace {
+// Moves n bytes between local memory and address `remote` of process pid,
+// either way; the kernel may move less than asked (a range that ends), so
+// it loops on what is left.
+int cross_copy(std::int32_t pid, std::uint64_t remote, char *local, std::size_t n, bool write, bool counted) {
+  char *to = local;
   std::uint64_t from = remote;
   while (n > 0) {
     iovec l{to, n}, r{reinterpret_cast<void *>(static_cast<std::uintptr_t>(from)), n};
-    const ssize_t got = process_vm_readv(pid, &l, 1, &r, 1, 0);
+    const ssize_t got = write ? process_vm_writev(pid, &l, 1, &r, 1, 0) : process_vm_readv(pid, &l, 1, &r, 1, 0);
     if (got < 0) {
       if (errno == EINTR) continue;
       g_failures.fetch_add(1, std::memory_order_relaxed);
@@ -115,8 +119,18 @@ int single_copy_read(std::int32_t pid, std::uint64_t remote, void *local, std::s
     n -= static_cast<std::size_t>(got);
     g_bytes.fetch_add(static_cast<std::uint64_t>(got), std::memory_order_relaxed);
   }
-  g_reads.fetch_add(1, std::memory_order_relaxed);
+  if (counted) (write ? g_writes : g_reads).fetch_add(1, std::memory_order_relaxed);
   return 0;
+}
+}  // namespace
+
+int single_copy_read(std::int32_t pid, std::uint64_t remote, void *local, std::size_t n, bool counted) {
+  return cross_copy(pid, remote, static_cast<char *>(local), n, false, counted);
+}
+
+int single_copy_write(std::int32_t pid, std::uint64_t remote, const void *local, std::size_t n) {
+  // process_vm_writev only reads the local iovec.
+  return cross_copy(pid, remote, const_cast<char *>(static_cast<const char *>(local)), n, true, true);
 }
 
 void single_copy_start(bool wanted, std::size_t min_bytes, int verbose) {
@@ -158,6 +172,7 @@ void single_copy_start(bool wanted, std::size_t min_bytes, int verbose) {
   PMPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
   // The probe's counts are not traffic.
   g_reads.store(0, std::memory_order_relaxed);
+  g_writes.store(0, std::memory_order_relaxed);
   g_bytes.store(0, std::memory_order_relaxed);
   g_failures.store(0, std::memory_order_relaxed);
   s.enabled = all_ok == 1;
@@ -197,8 +212,8 @@ const char *single_copy_why_not() { return state().why_not; }
 std::int32_t single_copy_pid() { return state().pid; }
 
 SingleCopyStats single_copy_stats() {
-  return SingleCopyStats{g_reads.load(std::memory_order_relaxed), g_bytes.load(std::memory_order_relaxed),
-                         g_failures.load(std::memory_order_relaxed)};
+  return SingleCopyStats{g_reads.load(std::memory_order_relaxed), g_writes.load(std::memory_order_relaxed),
+                         g_bytes.load(std::memory_order_relaxed), g_failures.load(std::memory_order_relaxed)};
 }
 
 }  // namespace mpix::progress

@@ -51,10 +51,18 @@ std::int32_t single_copy_pid();
 // Reads n bytes at address `remote` of process pid into local: 0, or the
 // errno of the failure (ESRCH: the process is gone; EFAULT: the range is
 // not mapped there).
-int single_copy_read(std::int32_t pid, std::uint64_t remote, void *local, std::size_t n);
+// `counted`: a message's first read (false for the rest of one whose
+// reading was split, so that reads stay one per message).
+int single_copy_read(std::int32_t pid, std::uint64_t remote, void *local, std::size_t n, bool counted = true);
+// The other way: a sender writing its part of a split transfer (kSplitAsk)
+// into the receiver's buffer. The same permission as a read (ptrace's
+// attach check), so it works wherever reads do.
+int single_copy_write(std::int32_t pid, std::uint64_t remote, const void *local, std::size_t n);
 
+// writes: the parts senders wrote into their receivers' buffers (split
+// transfers); bytes counts both ways.
 struct SingleCopyStats {
-  std::uint64_t reads = 0, bytes = 0, failures = 0;
+  std::uint64_t reads = 0, writes = 0, bytes = 0, failures = 0;
 };
 SingleCopyStats single_copy_stats();
 

@@ -26,13 +26,19 @@ const char *wire_error_string(WireError e) {
 }
 
 WireError check_header(const WireHeader &h, std::size_t payload_bytes, const WireLimits &limits) {
-  if (h.kind < kEager || h.kind > kGpuBuffered) return WireError::kBadKind;
+  if (h.kind < kEager || h.kind > kSplitDone) return WireError::kBadKind;
   if ((h.flags & ~kFlagSyncAck) != 0) return WireError::kBadFlags;
   // Eager messages are acknowledged at the match, single-copy ones after
   // the read (always); the others complete through their own handshake.
   const bool acked = (h.flags & kFlagSyncAck) != 0;
   if (h.kind == kSingleCopy ? !acked : acked && h.kind != kEager) return WireError::kBadFlags;
   if (h.tag < 0 || h.tag > limits.tag_ub) return WireError::kBadTag;
+  if (h.kind == kSplitAsk || h.kind == kSplitDone) {
+    if (h.tag != 0 || h.data_tag != 0) return WireError::kBadField;
+    const std::size_t want = h.kind == kSplitAsk ? sizeof(SplitAsk) : sizeof(SplitDone);
+    if (payload_bytes != want || h.bytes != want) return payload_bytes < want ? WireError::kTruncated : WireError::kBadSize;
+    return WireError::kOk;
+  }
   if (h.kind == kEager) return payload_bytes == h.bytes ? WireError::kOk : WireError::kBadSize;
   if (h.kind == kGpuBuffered) {
     if (h.data_tag < 0 || h.data_tag >= limits.tag_ub) return WireError::kBadDataTag;
@@ -57,9 +63,30 @@ WireError decode_single_copy(const void *payload, std::size_t n, std::uint64_t b
   if (n > sizeof(SingleCopyRts)) return WireError::kBadLength;
   SingleCopyRts d;
   std::memcpy(&d, payload, sizeof d);
-  if (d.zero != 0) return WireError::kBadField;
   if (d.pid <= 0) return WireError::kBadRank;
   if (d.bytes != bytes || d.addr + d.bytes < d.addr) return WireError::kBadSize;
+  *out = d;
+  return WireError::kOk;
+}
+
+WireError decode_split_ask(const void *payload, std::size_t n, SplitAsk *out) {
+  if (n < sizeof(SplitAsk)) return WireError::kTruncated;
+  if (n > sizeof(SplitAsk)) return WireError::kBadLength;
+  SplitAsk a;
+  std::memcpy(&a, payload, sizeof a);
+  if (a.offer == 0 || a.ask == 0) return WireError::kBadField;
+  if (a.pid <= 0) return WireError::kBadRank;
+  if (a.bytes == 0 || a.offset + a.bytes < a.offset || a.dst + a.bytes < a.dst) return WireError::kBadSize;
+  *out = a;
+  return WireError::kOk;
+}
+
+WireError decode_split_done(const void *payload, std::size_t n, SplitDone *out) {
+  if (n < sizeof(SplitDone)) return WireError::kTruncated;
+  if (n > sizeof(SplitDone)) return WireError::kBadLength;
+  SplitDone d;
+  std::memcpy(&d, payload, sizeof d);
+  if (d.ask == 0 || d.error < 0) return WireError::kBadField;
   *out = d;
   return WireError::kOk;
 }

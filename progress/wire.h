@@ -31,14 +31,19 @@ static_assert(sizeof(WireHeader) == 24, "wire header layout");
 // earlier GPU rendezvous (same data tag) that no receive took for a while,
 // sent by its sender so that it may complete without the receive (a small
 // device send must not wait for its receive forever: src/p2p/gpu_path.h);
-// never matched itself.
+// never matched itself. kSplitAsk, kSplitDone: a single-copy transfer
+// whose sender offered to help (SingleCopyRts::offer): the receiver asks it
+// to write the message's second part into the receive buffer while it reads
+// the first, and the sender says when its part is written; never matched.
 enum WireKind : std::uint32_t {
   kEager = 1,
   kRendezvous = 2,
   kGpuRendezvous = 3,
   kGpuRendezvousBare = 4,
   kSingleCopy = 5,
-  kGpuBuffered = 6
+  kGpuBuffered = 6,
+  kSplitAsk = 7,
+  kSplitDone = 8
 };
 // An eager synchronous send: the receiver's engine calls Link::matched()
 // once a receive took it, and only then does the send complete.
@@ -49,9 +54,30 @@ struct SingleCopyRts {
   std::uint64_t addr;   // in the sender's address space
   std::uint64_t bytes;  // the message's size (the envelope's bytes)
   std::int32_t pid;     // the sender's process
-  std::uint32_t zero;   // reserved, 0
+  std::uint32_t offer;  // nonzero: the sender writes a part if asked (kSplitAsk names this)
 };
 static_assert(sizeof(SingleCopyRts) == 24, "single-copy descriptor layout");
+
+// kSplitAsk's payload: write bytes [offset, offset + bytes) of the offered
+// message to `dst` in process pid.
+struct SplitAsk {
+  std::uint64_t dst;     // in the receiver's address space
+  std::uint64_t offset;  // into the message
+  std::uint64_t bytes;
+  std::int32_t pid;      // the receiver's process
+  std::uint32_t offer;   // the sender's SingleCopyRts::offer
+  std::uint32_t ask;     // the receiver's name for this transfer, echoed by kSplitDone
+  std::uint32_t claim;   // which claim word of the pair's ring settles who writes (src/p2p/split_copy.cc)
+};
+static_assert(sizeof(SplitAsk) == 40, "split request layout");
+
+// kSplitDone's payload: the sender's part is written (error 0) or not
+// (an errno value).
+struct SplitDone {
+  std::uint32_t ask;
+  std::int32_t error;
+};
+static_assert(sizeof(SplitDone) == 8, "split answer layout");
 
 // Why a peer's message was rejected (kOk: it was not).
 enum class WireError : std::uint8_t {
@@ -80,9 +106,14 @@ struct WireLimits {
 WireError check_header(const WireHeader &h, std::size_t payload_bytes, const WireLimits &limits);
 
 // A kSingleCopy envelope's payload (n bytes) for an envelope announcing
-// `bytes` bytes: sizes agree, a process id, the reserved field zero, an
-// address range that does not wrap.
+// `bytes` bytes: sizes agree, a process id, an address range that does not
+// wrap.
 WireError decode_single_copy(const void *payload, std::size_t n, std::uint64_t bytes, SingleCopyRts *out);
+// kSplitAsk and kSplitDone payloads: exact sizes, ranges that do not wrap,
+// a process id, names that are not 0, an error that is 0 or an errno (the
+// claim index is the engine's to check against its rings).
+WireError decode_split_ask(const void *payload, std::size_t n, SplitAsk *out);
+WireError decode_split_done(const void *payload, std::size_t n, SplitDone *out);
 
 // The pmpi transport's landing buffer: got bytes received, envelope first.
 // On success *h is the envelope and *payload_bytes what follows it.

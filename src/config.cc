@@ -296,11 +296,16 @@ const ConfigVar kVars[] = {
         "from the sender's buffer (Linux cross-memory attach: one copy; used where every process can read its "
         "neighbour's memory, which ptrace rules decide); off: through the transport's rendezvous",
         words<&Config::single_copy, kSingleCopyWords>()),
-    row("MPIX_SINGLE_COPY_MIN", "16385", "1 .. 2^40",
+    row("MPIX_SINGLE_COPY_MIN", "16384", "1 .. 2^40",
         "smallest message (bytes) that goes single-copy within a node (MPIX_SINGLE_COPY), below MPIX_EAGER_LIMIT "
-        "too; smaller ones go eagerly (through the shared-memory rings: faster than single copy up to the eager "
-        "limit, bench/RESULTS.md)",
+        "too; smaller ones go eagerly through the shared-memory rings (16 KiB: single copy 1.02x native on both "
+        "machines measured, the ring 0.46x on the 2-core VM but 1.30x on a 16-core Xeon, bench/RESULTS.md)",
         integer<&Config::single_copy_min, 1, 1L << 40>()),
+    row("MPIX_SINGLE_COPY_SPLIT", "131072", "0 .. 2^40",
+        "single-copy messages of at least this many bytes (0: none) are copied by both processes: the receiver "
+        "reads the first half and asks the sender to write the second into the receive buffer, two cores at "
+        "once where one moved every byte (issue 30, bench/RESULTS.md)",
+        integer<&Config::single_copy_split, 0, 1L << 40>()),
     row("MPIX_SHM_RING", "on", "on or off",
         "ucx and ofi transports: on: eager messages up to a quarter of a ring and control frames between processes "
         "of one node go through single-producer rings in shared memory (one per pair); off: all through the "

@@ -54,6 +54,7 @@ struct Config {
   bool link_check;            // MPIX_LINK_CHECK: off or defer
   bool single_copy;           // MPIX_SINGLE_COPY: auto (on where it works) or off
   long single_copy_min;       // MPIX_SINGLE_COPY_MIN
+  long single_copy_split;     // MPIX_SINGLE_COPY_SPLIT
   bool shm_ring;              // MPIX_SHM_RING: on or off
   long shm_ring_bytes;        // MPIX_SHM_RING_BYTES
   long shm_ring_slot_bytes;   // MPIX_SHM_RING_SLOT_BYTES

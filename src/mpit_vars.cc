@@ -79,7 +79,10 @@ const Pvar kPvars[] = {
     {"mpix_single_copy_reads", kCounter,
      "messages received by reading the sender's buffer directly (cross-memory attach, MPIX_SINGLE_COPY)",
      &Sample::single_copy_reads},
-    {"mpix_single_copy_bytes", kCounter, "bytes read so", &Sample::single_copy_bytes},
+    {"mpix_single_copy_writes", kCounter,
+     "parts of split single-copy messages this process wrote into its receivers' buffers (MPIX_SINGLE_COPY_SPLIT)",
+     &Sample::single_copy_writes},
+    {"mpix_single_copy_bytes", kCounter, "bytes read or written so", &Sample::single_copy_bytes},
     {"mpix_single_copy_failures", kCounter,
      "single-copy reads that failed (the sender's process gone, or its buffer unmapped): the receive returned "
      "MPI_ERR_OTHER",
@@ -140,6 +143,7 @@ Sample sample_now() {
   s.gpu_kernel_copies = g.kernel_copies;
   s.gpu_native_staged = p2p::staged_operations();
   s.single_copy_reads = progress::single_copy_stats().reads;
+  s.single_copy_writes = progress::single_copy_stats().writes;
   s.single_copy_bytes = progress::single_copy_stats().bytes;
   s.single_copy_failures = progress::single_copy_stats().failures;
   s.peer_exits = t.peer_exits;

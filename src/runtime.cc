@@ -84,9 +84,10 @@ void print_statistics(const char *transport, const progress::TransportStats &t) 
                  static_cast<unsigned long long>(g.pageable), static_cast<unsigned long long>(g.kernel_copies),
                  static_cast<unsigned long long>(g.kernel_launches), static_cast<unsigned long long>(g.buffered),
                  static_cast<unsigned long long>(g.buffered_kept));
-  if (const progress::SingleCopyStats sc = progress::single_copy_stats(); sc.reads + sc.failures > 0)
-    std::fprintf(stderr, "[mpix] rank %d: single-copy reads %llu (%llu bytes), failed %llu\n", g_runtime.world_rank,
-                 static_cast<unsigned long long>(sc.reads), static_cast<unsigned long long>(sc.bytes),
+  if (const progress::SingleCopyStats sc = progress::single_copy_stats(); sc.reads + sc.writes + sc.failures > 0)
+    std::fprintf(stderr, "[mpix] rank %d: single-copy reads %llu, split parts written %llu (%llu bytes), failed %llu\n",
+                 g_runtime.world_rank, static_cast<unsigned long long>(sc.reads),
+                 static_cast<unsigned long long>(sc.writes), static_cast<unsigned long long>(sc.bytes),
                  static_cast<unsigned long long>(sc.failures));
   if (const std::uint64_t staged = p2p::staged_operations(); staged > 0)
     std::fprintf(stderr, "[mpix] rank %d: device buffers staged on communicators the MPI library matches %llu\n",
@@ -158,6 +159,7 @@ int runtime_start(int thread_provided, int thread_underlying) {
   p2p_config.eager_limit = static_cast<std::size_t>(g_runtime.config.eager_limit);
   p2p_config.landing_slots = g_runtime.config.landing_slots;
   p2p_config.unexpected_limit = static_cast<std::size_t>(g_runtime.config.unexpected_limit);
+  p2p_config.split_min = static_cast<std::size_t>(g_runtime.config.single_copy_split);
   p2p_config.verbose = g_runtime.config.verbose;
   p2p::p2p_configure(p2p_config);
   p2p::region_batch_configure(static_cast<std::size_t>(g_runtime.config.gpu_match_threshold));

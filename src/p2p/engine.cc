@@ -126,6 +126,7 @@ void p2p_configure(const P2PConfig &c) { g_config = c; }
 std::unique_lock<std::mutex> engine_lock() { return std::unique_lock<std::mutex>(g_engine_mutex); }
 std::mutex &engine_mutex() { return g_engine_mutex; }
 bool receives_pending() { return g_receives_pending.load(std::memory_order_relaxed) > 0; }
+void note_receive_waiting(int delta) { g_receives_pending.fetch_add(delta, std::memory_order_relaxed); }
 
 namespace {
 // What detached communicators' matchers did (under the engine lock).
@@ -236,6 +237,13 @@ void P2PComm::arrived(const progress::Arrival &a) {
     progress::report_malformed("point-to-point", a.source, bad);
     if (link_) {  // (unset while attach() still exchanges)
       if (a.h.kind == kRendezvous) link_->discard(a);  // UCX keeps its data until told
+      link_->consumed(a.source, a.credit);
+    }
+    return;
+  }
+  if (a.h.kind == progress::kSplitAsk || a.h.kind == progress::kSplitDone) {
+    if (link_) {
+      split_arrived(a);
       link_->consumed(a.source, a.credit);
     }
     return;
@@ -529,6 +537,8 @@ void P2PComm::deliver_single_copy(Request *r, Message &m) {
     if (!direct) {
       staged = std::make_unique<char[]>(n);
       into = staged.get();
+    } else if (split_deliver(r, m, d, into, n)) {
+      return;  // completes with the sender's part, or has already
     }
     const int err = d.pid == progress::single_copy_pid()
                         ? (std::memcpy(into, reinterpret_cast<const void *>(static_cast<std::uintptr_t>(d.addr)), n), 0)
@@ -569,13 +579,18 @@ bool P2PComm::transmit_single_copy(const void *buf, int count, MPI_Datatype dtyp
     }
     src = packed;
   }
-  const progress::SingleCopyRts d{reinterpret_cast<std::uintptr_t>(src), bytes, progress::single_copy_pid(), 0};
+  Waiter waiter;
+  // Large enough, the receiver may ask us to write a part (split_copy.cc):
+  // the offer then stands between the link and the send's completion.
+  std::uint32_t offer = 0;
+  progress::Pending *done =
+      split_offer(src, bytes, dest, r != nullptr ? static_cast<progress::Pending *>(r) : &waiter, &offer);
+  const progress::SingleCopyRts d{reinterpret_cast<std::uintptr_t>(src), bytes, progress::single_copy_pid(), offer};
   std::memcpy(owned.get(), &d, sizeof d);
   const WireHeader h{tag, kSingleCopy, bytes, 0, progress::kFlagSyncAck};
-  Waiter waiter;
   bool pending = false;
-  const int sent = link_->send_eager(dest, h, owned.get(), sizeof d,
-                                     r != nullptr ? static_cast<progress::Pending *>(r) : &waiter, &pending);
+  const int sent = link_->send_eager(dest, h, owned.get(), sizeof d, done, &pending);
+  if (sent != MPI_SUCCESS || !pending) split_withdraw(offer);
   if (r != nullptr) {
     r->inner_busy = pending && sent == MPI_SUCCESS;
     if (r->inner_busy) r->eager_copy = std::move(owned);
@@ -826,6 +841,7 @@ int progress_poll() {
   auto &comms = attached();
   for (std::size_t i = 0; i < comms.size(); ++i) {
     n += comms[i]->poll_link();
+    if (comms[i]->splits_waiting()) n += comms[i]->split_progress();
     // One batch per progress step: the receives posted since the last step
     // against every arrival the transport just handed up.
     if (comms[i]->region_pending()) n += comms[i]->region_progress();

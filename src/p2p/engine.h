@@ -12,6 +12,7 @@
 #include <deque>
 #include <memory>
 #include <mutex>
+#include <unordered_map>
 #include <vector>
 
 #include "hints.h"
@@ -168,6 +169,16 @@ class P2PComm final : public CommState, public progress::ArrivalSink, public std
 
   // The link's own polling (the pmpi transport's landing receives).
   int poll_link() { return link_ ? link_->poll() : 0; }
+  // Receives waiting for their sender's part of a split transfer, and the
+  // check progress_poll() makes for them now and then: a sender that exited
+  // mid-write fails its receive (split_copy.cc).
+  bool splits_waiting() const { return !split_waits_.empty(); }
+  // Runs the receivers' own reads of split transfers asked for since the
+  // last call (after the transport's poll: a link defers the ask sent from
+  // inside its callbacks until then, and the sender must see it while we
+  // read), then checks that waited-for senders still live. Returns the
+  // reads run.
+  int split_progress();
   // Lets held-back messages in (MPI_Finalize's drain).
   void want_more() {
     if (link_) link_->want_more();
@@ -201,6 +212,63 @@ class P2PComm final : public CommState, public progress::ArrivalSink, public std
                             int tag, SendMode mode, Request *r, std::unique_lock<std::mutex> *lock, int *rc);
   // Receiver: reads a kSingleCopy message into r, then acknowledges it.
   void deliver_single_copy(Request *r, Message &m);
+
+  // ---- split single-copy transfers (split_copy.cc) ----
+  // A large single-copy message is copied by both processes: the receiver,
+  // once matched, asks the sender (kSplitAsk) to write the second part
+  // into the receive buffer and reads the first itself. A claim word in the
+  // shared ring header settles who copies the second part: the sender
+  // moves it from "asked" to "writing" before writing; a receiver done with
+  // its part that still finds "asked" takes the part back, so a sender busy
+  // outside MPI never holds a receive up.
+  struct SplitOffer final : progress::Pending {
+    P2PComm *comm = nullptr;
+    std::uint32_t id = 0;
+    const char *src = nullptr;  // the bytes the receiver reads (live until the send completes)
+    std::size_t bytes = 0;
+    int dest = 0;
+    bool asked = false;
+    progress::Pending *inner = nullptr;  // the send's own completion
+    // The send completed (the receiver acknowledged, or it failed): the
+    // offer goes, then the send's completion runs.
+    void on_complete(const MPI_Status &status) override;
+  };
+  struct SplitWait {
+    Request *r = nullptr;
+    progress::Arrival arrival;  // acknowledged once both parts are in
+    int source = 0;
+    int tag = 0;
+    std::size_t bytes = 0;      // of the message
+    std::size_t first = 0;      // bytes of our part, from the start
+    std::int32_t pid = 0;       // the sender's process
+    std::uint64_t remote = 0;   // its buffer there
+    char *into = nullptr;       // the receive buffer
+    std::atomic<std::uint64_t> *claim = nullptr;
+    bool own_done = false;      // our part read (or failed: error)
+    bool peer_done = false;     // its kSplitDone came (peer_error)
+    int error = MPI_SUCCESS;
+    int peer_error = MPI_SUCCESS;
+  };
+  // Sender: the completion to hand the link in place of `inner`, offering
+  // (src, bytes) for a kSplitAsk from dest; *offer is the offer's name for
+  // the descriptor (0 and `inner` returned where the message is too small).
+  progress::Pending *split_offer(const char *src, std::size_t bytes, int dest, progress::Pending *inner,
+                                 std::uint32_t *offer);
+  // Sender: the link refused the send, so no ask will come.
+  void split_withdraw(std::uint32_t offer);
+  // Receiver: takes r over when the sender offered and the split pays,
+  // reading the first part into `into` now; false: the caller reads it all.
+  bool split_deliver(Request *r, const Message &m, const progress::SingleCopyRts &d, char *into, std::size_t n);
+  // A kSplitAsk (we send) or kSplitDone (we receive) from a peer.
+  void split_arrived(const progress::Arrival &a);
+  // Our part of `ask`, then whichever way the second part goes.
+  void split_read_own(std::uint32_t ask);
+  // Both parts are in (or failed): the sender acknowledged, the receive done.
+  void split_complete(std::uint32_t ask);
+  std::vector<std::uint32_t> split_reads_, split_reads_spare_;
+  std::unordered_map<std::uint32_t, std::unique_ptr<SplitOffer>> split_offers_;
+  std::unordered_map<std::uint32_t, SplitWait> split_waits_;
+  std::uint32_t next_offer_ = 0;
   std::vector<int> world_;  // MPI_COMM_WORLD rank of each member (-1: another world)
 
   std::atomic<unsigned> hint_bits_{0};
@@ -257,8 +325,11 @@ void progress_wait(std::unique_lock<std::mutex> &lock);
 std::unique_lock<std::mutex> engine_lock();
 // The mutex behind engine_lock(), for a try_lock from the liveness thread.
 std::mutex &engine_mutex();
-// Whether any posted receive waits in a matcher (no lock needed).
+// Whether any posted receive waits in a matcher, or for its sender's part of
+// a split transfer (no lock needed).
 bool receives_pending();
+// A receive started or stopped waiting outside the matcher (split_copy.cc).
+void note_receive_waiting(int delta);
 
 // Matching over the whole process, for MPI_T's performance variables:
 // every handled communicator now, plus what detached ones did (so that a
@@ -282,6 +353,9 @@ struct P2PConfig {
   // the MPI library underneath (whose own flow control then applies), unless
   // a posted receive is still waiting for one.
   std::size_t unexpected_limit = 0;
+  // Single-copy messages at least this large are split between receiver
+  // and sender (0: never); MPIX_SINGLE_COPY_SPLIT.
+  std::size_t split_min = 0;
   int verbose = 0;  // MPIX_VERBOSE
 };
 const P2PConfig &p2p_config();

@@ -36,7 +36,7 @@ WireLimits limits_of(std::uint8_t b) {
 
 // What the engine does with an envelope that passed check_header.
 void use(const WireHeader &h, const std::uint8_t *payload, std::size_t payload_bytes, const WireLimits &l) {
-  if (h.kind < kEager || h.kind > kGpuBuffered) fail("an unknown kind");
+  if (h.kind < kEager || h.kind > kSplitDone) fail("an unknown kind");
   if (h.tag < 0 || h.tag > l.tag_ub) fail("a tag out of range");
   if ((h.flags & ~kFlagSyncAck) != 0) fail("unknown flags");
   if (h.kind == kEager) {
@@ -53,8 +53,20 @@ void use(const WireHeader &h, const std::uint8_t *payload, std::size_t payload_b
     if (payload_bytes != sizeof(SingleCopyRts)) fail("a single-copy payload");
     SingleCopyRts d{};
     if (decode_single_copy(payload, payload_bytes, h.bytes, &d) == WireError::kOk &&
-        (d.pid <= 0 || d.bytes != h.bytes || d.addr + d.bytes < d.addr || d.zero != 0))
+        (d.pid <= 0 || d.bytes != h.bytes || d.addr + d.bytes < d.addr))
       fail("a single-copy descriptor");
+  } else if (h.kind == kSplitAsk || h.kind == kSplitDone) {
+    // Never matched: the tag and data tag are unused and must be 0.
+    if (h.flags != 0 || h.tag != 0 || h.data_tag != 0 || h.bytes != payload_bytes) fail("a split control envelope");
+    SplitAsk a{};
+    SplitDone d{};
+    if (h.kind == kSplitAsk && decode_split_ask(payload, payload_bytes, &a) == WireError::kOk &&
+        (a.pid <= 0 || a.offer == 0 || a.ask == 0 || a.bytes == 0 || a.offset + a.bytes < a.offset ||
+         a.dst + a.bytes < a.dst))
+      fail("a split request");
+    if (h.kind == kSplitDone && decode_split_done(payload, payload_bytes, &d) == WireError::kOk &&
+        (d.ask == 0 || d.error < 0))
+      fail("a split answer");
   } else {
     if (h.data_tag < 0 || h.data_tag >= l.tag_ub) fail("a data tag out of range");
     if (payload_bytes != (h.kind == kGpuRendezvous ? l.descriptor_bytes : 0)) fail("a rendezvous payload");

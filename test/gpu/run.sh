@@ -296,8 +296,12 @@ fi
 if has_stage bench-mid; then
   log "bench-mid: host ping-pong/streaming/bidirectional 1 KiB - 16 MiB, native vs mpix, 5 rounds"
   host_bench_tools
+  # MPIX_MID_VARIANTS: more mpix runs per round, e.g. "gpuoff:MPIX_GPU=off"
+  # (see run_p2p_benchmarks.sh -V).
+  variant_args=()
+  for v in ${MPIX_MID_VARIANTS:-}; do variant_args+=(-V "$v"); done
   MPICC="$MP/mpicc" MPIEXEC="$MPIEXEC" timeout "${MPIX_BENCH_TIMEOUT:-420}" bench/run_p2p_benchmarks.sh \
-    -s pingpong -R "${MPIX_MID_ROUNDS:-5}" -o "$OUT/p2p-mid" "$lib" >"$OUT/p2p_mid.txt" 2>&1 || bench_fail=1
+    -s pingpong -R "${MPIX_MID_ROUNDS:-5}" "${variant_args[@]}" -o "$OUT/p2p-mid" "$lib" >"$OUT/p2p_mid.txt" 2>&1 || bench_fail=1
   tail -n 80 "$OUT/p2p_mid.txt"
 fi
 if has_stage bench-gpu; then

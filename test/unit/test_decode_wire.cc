@@ -38,7 +38,7 @@ TEST(WireHeader, ValidEnvelopesPass) {
 }
 
 TEST(WireHeader, UnknownKindsAreRejected) {
-  for (std::uint32_t kind : {0u, 7u, 0xffffffffu}) {
+  for (std::uint32_t kind : {0u, kSplitDone + 1, 0xffffffffu}) {
     WireHeader h = rndv(kRendezvous);
     h.kind = kind;
     EXPECT_EQ(check_header(h, 0, kLimits), WireError::kBadKind) << kind;
@@ -138,8 +138,9 @@ TEST(SingleCopy, DescriptorsDecodeOrAreRejected) {
   std::memcpy(longer.data(), &good, sizeof good);
   EXPECT_EQ(decode_single_copy(longer.data(), longer.size(), 4096, &out), WireError::kBadLength);
   SingleCopyRts bad = good;
-  bad.zero = 1;
-  EXPECT_EQ(decode_single_copy(&bad, sizeof bad, 4096, &out), WireError::kBadField);
+  bad.offer = 7;  // a sender that offers to write a part: still a valid descriptor
+  ASSERT_EQ(decode_single_copy(&bad, sizeof bad, 4096, &out), WireError::kOk);
+  EXPECT_EQ(out.offer, 7u);
   bad = good;
   bad.pid = 0;
   EXPECT_EQ(decode_single_copy(&bad, sizeof bad, 4096, &out), WireError::kBadRank);
@@ -150,6 +151,74 @@ TEST(SingleCopy, DescriptorsDecodeOrAreRejected) {
   bad = good;
   bad.addr = ~0ull - 100;  // the range wraps
   EXPECT_EQ(decode_single_copy(&bad, sizeof bad, 4096, &out), WireError::kBadSize);
+}
+
+TEST(SplitCopy, EnvelopesCarryExactlyTheirPayload) {
+  const WireLimits kLimits{32767, 0};
+  for (const std::uint32_t kind : {kSplitAsk, kSplitDone}) {
+    const std::size_t want = kind == kSplitAsk ? sizeof(SplitAsk) : sizeof(SplitDone);
+    WireHeader h{0, kind, want, 0, 0};
+    EXPECT_EQ(check_header(h, want, kLimits), WireError::kOk);
+    EXPECT_EQ(check_header(h, want - 1, kLimits), WireError::kTruncated);
+    EXPECT_EQ(check_header(h, want + 1, kLimits), WireError::kBadSize);
+    h.bytes = want + 8;  // the envelope's size disagrees with what came
+    EXPECT_EQ(check_header(h, want, kLimits), WireError::kBadSize);
+    h = WireHeader{5, kind, want, 0, 0};  // never matched: no tag
+    EXPECT_EQ(check_header(h, want, kLimits), WireError::kBadField);
+    h = WireHeader{0, kind, want, 9, 0};
+    EXPECT_EQ(check_header(h, want, kLimits), WireError::kBadField);
+    h = WireHeader{0, kind, want, 0, kFlagSyncAck};  // nobody acknowledges a control frame
+    EXPECT_EQ(check_header(h, want, kLimits), WireError::kBadFlags);
+  }
+  EXPECT_EQ(check_header(WireHeader{0, kSplitDone + 1, 8, 0, 0}, 8, kLimits), WireError::kBadKind);
+}
+
+TEST(SplitCopy, RequestsDecodeOrAreRejected) {
+  const SplitAsk good{0x7f0000002000ull, 65536, 65536, 4321, 3, 9, 2};
+  SplitAsk out{};
+  ASSERT_EQ(decode_split_ask(&good, sizeof good, &out), WireError::kOk);
+  EXPECT_EQ(std::memcmp(&out, &good, sizeof good), 0);
+  for (std::size_t n = 0; n < sizeof good; ++n)
+    EXPECT_EQ(decode_split_ask(&good, n, &out), WireError::kTruncated) << n;
+  std::vector<char> longer(sizeof good + 1, 0);
+  std::memcpy(longer.data(), &good, sizeof good);
+  EXPECT_EQ(decode_split_ask(longer.data(), longer.size(), &out), WireError::kBadLength);
+  SplitAsk bad = good;
+  bad.offer = 0;  // nothing was offered under name 0
+  EXPECT_EQ(decode_split_ask(&bad, sizeof bad, &out), WireError::kBadField);
+  bad = good;
+  bad.ask = 0;
+  EXPECT_EQ(decode_split_ask(&bad, sizeof bad, &out), WireError::kBadField);
+  bad = good;
+  bad.pid = -1;
+  EXPECT_EQ(decode_split_ask(&bad, sizeof bad, &out), WireError::kBadRank);
+  bad = good;
+  bad.bytes = 0;
+  EXPECT_EQ(decode_split_ask(&bad, sizeof bad, &out), WireError::kBadSize);
+  bad = good;
+  bad.offset = ~0ull - 10;  // the part's range in the message wraps
+  EXPECT_EQ(decode_split_ask(&bad, sizeof bad, &out), WireError::kBadSize);
+  bad = good;
+  bad.dst = ~0ull - 10;  // and in the receiver's memory
+  EXPECT_EQ(decode_split_ask(&bad, sizeof bad, &out), WireError::kBadSize);
+}
+
+TEST(SplitCopy, AnswersDecodeOrAreRejected) {
+  const SplitDone good{9, 0};
+  SplitDone out{};
+  ASSERT_EQ(decode_split_done(&good, sizeof good, &out), WireError::kOk);
+  EXPECT_EQ(out.ask, 9u);
+  const SplitDone failed{9, 14};  // EFAULT: still a valid answer
+  EXPECT_EQ(decode_split_done(&failed, sizeof failed, &out), WireError::kOk);
+  EXPECT_EQ(out.error, 14);
+  for (std::size_t n = 0; n < sizeof good; ++n)
+    EXPECT_EQ(decode_split_done(&good, n, &out), WireError::kTruncated) << n;
+  const char longer[sizeof good + 1] = {};
+  EXPECT_EQ(decode_split_done(longer, sizeof longer, &out), WireError::kBadLength);
+  const SplitDone unnamed{0, 0};
+  EXPECT_EQ(decode_split_done(&unnamed, sizeof unnamed, &out), WireError::kBadField);
+  const SplitDone negative{9, -1};
+  EXPECT_EQ(decode_split_done(&negative, sizeof negative, &out), WireError::kBadField);
 }
 
 std::vector<char> landing(const WireHeader &h, std::size_t payload) {

@@ -165,7 +165,7 @@ TEST(ShmRing, GarbageSizesComeUpEmpty) {
   std::uint64_t h = 5;
   ASSERT_TRUE(tx.push(7, &h, sizeof h, nullptr, 0));
   // The slot's byte counts (after the lap and id words) overwritten.
-  auto *slot = static_cast<char *>(mem.p) + 64;
+  auto *slot = static_cast<char *>(mem.p) + 128;  // after the consumed and claim lines
   const std::uint32_t huge[2] = {100, 100000};  // beyond a quarter of the ring
   std::memcpy(slot + 8, huge, sizeof huge);
   Message m{};
@@ -173,6 +173,26 @@ TEST(ShmRing, GarbageSizesComeUpEmpty) {
   EXPECT_EQ(m.id, 0u);
   EXPECT_EQ(m.header_bytes, 0u);
   EXPECT_EQ(m.bytes, 0u);
+}
+
+// The claim words (split transfers, src/p2p/split_copy.cc) are the same
+// memory from both ends, zero in a new ring, and untouched by any traffic.
+TEST(ShmRing, ClaimWordsAreSharedAndApartFromSlots) {
+  constexpr std::size_t kSlots = 8, kSlot = 64;
+  Memory mem(Ring::bytes_for(kSlots, kSlot));
+  Ring tx(mem.p, kSlots, kSlot), rx(mem.p, kSlots, kSlot);
+  ASSERT_EQ(tx.claims(), rx.claims());
+  for (std::size_t k = 0; k < Ring::kClaims; ++k) EXPECT_EQ(rx.claims()[k].load(), 0u) << k;
+  for (std::size_t k = 0; k < Ring::kClaims; ++k) rx.claims()[k].store(~std::uint64_t{0} - k);
+  std::vector<char> payload(tx.capacity() - 8, '\xff');
+  Message m{};
+  for (int i = 0; i < 100; ++i) {
+    std::uint64_t h = static_cast<std::uint64_t>(i);
+    ASSERT_TRUE(tx.push(1, &h, sizeof h, payload.data(), payload.size())) << i;
+    ASSERT_TRUE(rx.peek(&m)) << i;
+    rx.pop();
+  }
+  for (std::size_t k = 0; k < Ring::kClaims; ++k) EXPECT_EQ(tx.claims()[k].load(), ~std::uint64_t{0} - k) << k;
 }
 
 }  // namespace
