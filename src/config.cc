@@ -301,7 +301,7 @@ const ConfigVar kVars[] = {
         "too; smaller ones go eagerly through the shared-memory rings (16 KiB: single copy 1.02x native on both "
         "machines measured, the ring 0.46x on the 2-core VM but 1.30x on a 16-core Xeon, bench/RESULTS.md)",
         integer<&Config::single_copy_min, 1, 1L << 40>()),
-    row("MPIX_SINGLE_COPY_SPLIT", "131072", "0 .. 2^40",
+    row("MPIX_SINGLE_COPY_SPLIT", "65536", "0 .. 2^40",
         "single-copy messages of at least this many bytes (0: none) are copied by both processes: the receiver "
         "reads the first half and asks the sender to write the second into the receive buffer, two cores at "
         "once where one moved every byte (issue 30, bench/RESULTS.md)",

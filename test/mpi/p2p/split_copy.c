@@ -181,7 +181,7 @@ int main(int argc, char **argv) {
   mtest_pvar_t writes = mtest_pvar_open("mpix_single_copy_writes");
   MTEST_CHECK(reads.ok && writes.ok, "mpix's single-copy pvars missing");
   const char *env = getenv("MPIX_SINGLE_COPY_SPLIT");
-  const size_t split = env ? (size_t)strtoull(env, NULL, 10) : 131072;
+  const size_t split = env ? (size_t)strtoull(env, NULL, 10) : 65536;
   const char *ring = getenv("MPIX_SHM_RING");
   const int splits = split > 0 && !(ring && strcmp(ring, "off") == 0);
   const char *thread = getenv("MPIX_PROGRESS_THREAD");
@@ -198,7 +198,7 @@ int main(int argc, char **argv) {
     return 0;
   }
 
-  const size_t at = split > 4097 ? split : 131072;
+  const size_t at = split > 4097 ? split : 65536;
   const size_t sizes[] = {at - 4097, at - 1, at,         at + 1,           at + 4095,
                           at + 4096, at + 4097, 2 * at + 3, (1 << 20) + 7, (8 << 20) + 4093};
   const size_t offsets[][2] = {{0, 0}, {3, 1}, {0, 63}, {1, 4095}, {4096, 2048}};
