@@ -19,6 +19,11 @@ bench_bench_pingpong_LDADD = $(MPIX_BENCH_MPI_LIBS) -lm
 bench_bench_unordered_region_SOURCES = bench/bench_unordered_region.c bench/bench_common.h
 bench_bench_unordered_region_CFLAGS = $(MPIX_CFLAGS)
 bench_bench_unordered_region_LDADD = $(MPIX_BENCH_MPI_LIBS) -lm
+# Matching throughput with several threads per rank (issue 27).
+noinst_PROGRAMS += bench/bench_threads
+bench_bench_threads_SOURCES = bench/bench_threads.c bench/bench_common.h
+bench_bench_threads_CFLAGS = $(MPIX_CFLAGS)
+bench_bench_threads_LDADD = $(MPIX_BENCH_MPI_LIBS) -lpthread
 EXTRA_DIST += bench/README.md bench/run_p2p_benchmarks.sh bench/run_scaling.sh bench/bench_nvshmem.cu
 
 # bench_gpu_p2p: device-buffer ping-pong through mpix against native MPI with

@@ -30,7 +30,8 @@
 # (issue 8: bench/run_scaling.sh on every GPU of the host), suite (issue 25:
 # the copy kernel's tests and bench_gpu_suite per setting), sublist (the
 # GPU testlist entries matching MPIX_SUBLIST, no sanitizer), bench-mid (issue
-# 30: host messages 1 KiB - 16 MiB, native vs mpix), reuse (issue 24:
+# 30: host messages 1 KiB - 16 MiB, native vs mpix), bench-threads (issue 27:
+# bench/bench_threads, 1-8 threads per rank, native vs mpix), reuse (issue 24:
 # dev_reuse and p2p_native, then each under compute-sanitizer with 2 ranks). The build
 # always runs first, so any stage can run alone.
 #
@@ -297,12 +298,29 @@ if has_stage bench-mid; then
   log "bench-mid: host ping-pong/streaming/bidirectional 1 KiB - 16 MiB, native vs mpix, 5 rounds"
   host_bench_tools
   # MPIX_MID_VARIANTS: more mpix runs per round, e.g. "gpuoff:MPIX_GPU=off"
-  # (see run_p2p_benchmarks.sh -V).
+  # (see run_p2p_benchmarks.sh -V); MPIX_MID_BENCHES: its -s list (the
+  # matching rate too, for before/after comparisons); PP_ARGS passes on.
   variant_args=()
   for v in ${MPIX_MID_VARIANTS:-}; do variant_args+=(-V "$v"); done
   MPICC="$MP/mpicc" MPIEXEC="$MPIEXEC" timeout "${MPIX_BENCH_TIMEOUT:-420}" bench/run_p2p_benchmarks.sh \
-    -s pingpong -R "${MPIX_MID_ROUNDS:-5}" "${variant_args[@]}" -o "$OUT/p2p-mid" "$lib" >"$OUT/p2p_mid.txt" 2>&1 || bench_fail=1
+    -s "${MPIX_MID_BENCHES:-pingpong}" -R "${MPIX_MID_ROUNDS:-5}" -r "${MPIX_MATCH_ROUNDS:-1}" "${variant_args[@]}" \
+    -o "$OUT/p2p-mid" "$lib" >"$OUT/p2p_mid.txt" 2>&1 || bench_fail=1
   tail -n 80 "$OUT/p2p_mid.txt"
+fi
+if has_stage bench-threads; then
+  log "bench-threads: matching throughput with 1-8 threads per rank, native vs mpix, 3 alternating rounds"
+  host_bench_tools
+  "$MP/mpicc" -O2 -o "$OUT/bench_threads" bench/bench_threads.c -ldl -lpthread || bench_fail=1
+  for round in 1 2 3; do
+    for who in native mpix; do
+      pre=(env -u LD_PRELOAD)
+      [ $who = mpix ] && pre=(env LD_PRELOAD="$lib")
+      timeout 120 "$MPIEXEC" -n 2 -bind-to none "${pre[@]}" "$OUT/bench_threads" -t 1,2,4,8 -i "${MPIX_THREADS_ITERS:-1000}" \
+        -r 5 -l "$who" -o "$OUT/threads_${who}_r$round.csv" >"$OUT/threads_${who}_r$round.txt" 2>&1 ||
+        { echo "bench_threads $who round $round failed"; bench_fail=1; }
+      echo "-- $who round $round"; cat "$OUT/threads_${who}_r$round.txt"
+    done
+  done
 fi
 if has_stage bench-gpu; then
 mps_start
