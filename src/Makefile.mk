@@ -17,7 +17,7 @@ src_libmpixcore_la_SOURCES = \
 	src/p2p/request.cc src/p2p/request.h src/p2p/staged_native.cc src/p2p/staged_native.h \
 	src/p2p/region_batch.cc src/p2p/region_batch.h
 src_libmpixcore_la_CXXFLAGS = $(MPIX_CXXFLAGS)
-src_libmpixcore_la_LIBADD = src/match/libmpixmatch.la
+src_libmpixcore_la_LIBADD = match/libmpixmatch.la
 
 lib_LTLIBRARIES += src/libmpix.la
 src_libmpix_la_SOURCES =

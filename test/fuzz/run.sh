@@ -35,7 +35,7 @@ for target in matcher wire gpu_wire proxy; do
   exe=$out/fuzz_$target
   budget=$decoder_seconds
   case $target in
-    matcher) sources=("$src/test/fuzz/fuzz_matcher.cc" "$src"/src/match/*.cc); budget=$seconds ;;
+    matcher) sources=("$src/test/fuzz/fuzz_matcher.cc" "$src"/match/*.cc); budget=$seconds ;;
     wire) sources=("$src/test/fuzz/fuzz_wire.cc" "$src/progress/wire.cc" "$src/progress/ucx/ucx_wire.cc"
                    "$src/progress/ofi/ofi_wire.cc") ;;
     gpu_wire) sources=("$src/test/fuzz/fuzz_gpu_wire.cc" "$src/src/p2p/gpu_wire.cc" "$src/progress/wire.cc") ;;
