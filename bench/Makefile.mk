@@ -2,7 +2,7 @@
 # matcher, per mode, depth and order; results in bench/RESULTS.md.
 noinst_PROGRAMS += bench/bench_match
 bench_bench_match_SOURCES = bench/bench_match.cc
-bench_bench_match_CPPFLAGS = -I$(top_srcdir) -I$(top_srcdir)/test/unit
+bench_bench_match_CPPFLAGS = -I$(top_srcdir)
 bench_bench_match_CXXFLAGS = $(MPIX_CXXFLAGS) -O3
 bench_bench_match_LDADD = match/libmpixmatch.la
 

@@ -32,7 +32,7 @@
 #include <vector>
 
 #include "match/matcher.h"
-#include "reference_matcher.h"
+#include "test/unit/reference_matcher.h"
 
 namespace {
 

@@ -21,7 +21,7 @@ if [ -n "${MPIX_SANITIZED:-}" ]; then
   echo "skipped: sanitizer build (the fuzz targets are built with ASan/UBSan of their own in the plain build)"
   exit 77
 fi
-flags=(-std=c++17 -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -I"$src" -I"$src/src" -I"$src/include")
+flags=(-std=c++17 -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -I"$src" -I"$src/include")
 out=$build/test/fuzz
 mkdir -p "$out"
 if ! command -v "$cxx" >/dev/null || ! echo 'extern "C" int LLVMFuzzerTestOneInput(const unsigned char *, unsigned long) { return 0; }' |

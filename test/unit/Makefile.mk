@@ -46,7 +46,7 @@ check_PROGRAMS += test/unit/test_gpu_host
 MPIX_UNIT_TESTS += test/unit/test_gpu_host
 endif
 test_unit_test_gpu_host_SOURCES = test/unit/test_gpu_host.cc device/memtype.cc
-test_unit_test_gpu_host_CPPFLAGS = $(GTEST_CPPFLAGS) -I$(top_srcdir)/src
+test_unit_test_gpu_host_CPPFLAGS = $(GTEST_CPPFLAGS) -I$(top_srcdir)
 test_unit_test_gpu_host_CXXFLAGS = $(MPIX_CXXFLAGS) $(MPIX_MATCH_SANITIZE)
 test_unit_test_gpu_host_LDFLAGS = $(MPIX_MATCH_SANITIZE)
 test_unit_test_gpu_host_LDADD = $(GTEST_LIBS) -ldl
