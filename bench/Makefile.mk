@@ -1,10 +1,10 @@
-# bench_match: matching rate of the engine (src/match) against the reference
+# bench_match: matching rate of the engine (match/) against the reference
 # matcher, per mode, depth and order; results in bench/RESULTS.md.
 noinst_PROGRAMS += bench/bench_match
 bench_bench_match_SOURCES = bench/bench_match.cc
-bench_bench_match_CPPFLAGS = -I$(top_srcdir)/src -I$(top_srcdir)/test/unit
+bench_bench_match_CPPFLAGS = -I$(top_srcdir)
 bench_bench_match_CXXFLAGS = $(MPIX_CXXFLAGS) -O3
-bench_bench_match_LDADD = src/match/libmpixmatch.la
+bench_bench_match_LDADD = match/libmpixmatch.la
 
 # Point-to-point benchmarks: plain MPI programs (no -lmpix) run natively and
 # under LD_PRELOAD=libmpix.so by bench/run_p2p_benchmarks.sh.
@@ -85,7 +85,7 @@ endif
 if HAVE_CUDA
 noinst_PROGRAMS += bench/bench_gpu_match
 bench_bench_gpu_match_SOURCES = bench/bench_gpu_match.cu test/gpu/match_gen.h
-bench_bench_gpu_match_LDADD = device/libmpixdevice.la src/match/libmpixmatch.la $(CUDA_LIBS)
+bench_bench_gpu_match_LDADD = device/libmpixdevice.la match/libmpixmatch.la $(CUDA_LIBS)
 bench_bench_gpu_match_LDFLAGS = -no-install
 bench_bench_gpu_match_LINK = $(LIBTOOL) $(AM_V_lt) --tag=CXX --mode=link $(CXX) $(AM_CXXFLAGS) $(CXXFLAGS) \
 	$(bench_bench_gpu_match_LDFLAGS) $(LDFLAGS) -o $@

@@ -1,5 +1,5 @@
 // Matching rate of the GPU batch matcher (device/match_gpu.h) against the
-// CPU batch matcher (src/match/batch.h) on the same batches, in one run.
+// CPU batch matcher (match/batch.h) on the same batches, in one run.
 //
 // A batch of size n: n arrivals and n receives with the same keys in another
 // order, so every entry matches (n pairs); multiplicity m: a share m of the

@@ -1,4 +1,4 @@
-// Matching-rate benchmark of the CPU matching engine (src/match) against the
+// Matching-rate benchmark of the CPU matching engine (match/) against the
 // linear-list reference matcher, after papers/000 ch. 4.3.2.
 //
 // One cycle at depth N: N messages arrive with tags 0..N-1 (so N messages
@@ -32,7 +32,7 @@
 #include <vector>
 
 #include "match/matcher.h"
-#include "reference_matcher.h"
+#include "test/unit/reference_matcher.h"
 
 namespace {
 

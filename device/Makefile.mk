@@ -23,7 +23,7 @@ else
 src_libmpixcore_la_SOURCES += device/stream_trigger_none.cc device/stream_trigger.h
 endif
 EXTRA_DIST += device/stream_trigger.cu device/stream_trigger_none.cc
-# Batch matching on the GPU (match_batch_fifo/unordered of src/match/batch.h
+# Batch matching on the GPU (match_batch_fifo/unordered of match/batch.h
 # on device); the stub answers "no CUDA" so that the engine stays on the CPU.
 if HAVE_CUDA
 device_libmpixdevice_la_SOURCES += device/match_gpu.cu device/match_gpu.h

@@ -1,5 +1,5 @@
 // Batch matching on the GPU: match_batch_fifo and match_batch_unordered of
-// src/match/batch.h with the same types and the same contract (maximal,
+// match/batch.h with the same types and the same contract (maximal,
 // equal keys, nothing matched twice, unmatched indexes in input order;
 // fifo: the i-th arrival of a key pairs with the i-th receive of that key).
 // Host-only interface: match_gpu.cu implements it with CUDA, and

@@ -1,5 +1,5 @@
 // The GPU matcher of a build without CUDA: every call answers kErrNoCuda, so
-// callers match on the CPU (src/match/batch.h).
+// callers match on the CPU (match/batch.h).
 #include "copy.h"
 #include "match_gpu.h"
 

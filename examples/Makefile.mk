@@ -19,7 +19,7 @@ MPIX_DEMO_NP = 4
 # The newcomer's demo: the same unmodified program natively, under
 # LD_PRELOAD (MPIX_VERBOSE=1 shows the library attaching) and relinked; then
 # what mpix is for, natively and under mpix side by side (examples/demo.sh),
-# and a summary of the build (`src/mpix_info` alone lists every setting).
+# and a summary of the build (`src/mpi/mpix_info` alone lists every setting).
 demo: all
 	@echo "== examples/ring, plain MPI ($(MPIX_MPI_IMPL))"
 	$(MPIEXEC) $(MPIEXEC_FLAGS) -n $(MPIX_DEMO_NP) examples/ring
@@ -29,7 +29,7 @@ demo: all
 	@echo "== relinked: -lmpix before the MPI library"
 	$(MPIEXEC) $(MPIEXEC_FLAGS) -n $(MPIX_DEMO_NP) examples/ring_relinked
 	@echo "== mpix_info -s (mpix_info alone: every setting and MPI_T variable)"
-	@src/mpix_info -s
+	@src/mpi/mpix_info -s
 	@echo "== what mpix is for: a receiver with thousands of receives outstanding"
 	@$(top_srcdir)/examples/demo.sh "$(MPIEXEC)" "$(MPIEXEC_FLAGS)" $(abs_top_builddir)/src/.libs/libmpix.so
 .PHONY: demo

@@ -12,7 +12,7 @@
 #include "mpix_device.h"
 #include "src/errors.h"
 #include "src/p2p/engine.h"
-#include "src/runtime.h"
+#include "src/runtime_state.h"
 
 using namespace mpix;
 using mpix::devhandle::DeviceHandle;

@@ -7,13 +7,13 @@
 #include <unordered_map>
 
 #include "device/memtype.h"
+#include "enqueue.h"
 #include "enqueue_kernel.h"
 #include "progress/datatype.h"
 #include "progress/thread.h"
 #include "src/errors.h"
-#include "src/p2p/api_common.h"
-#include "src/runtime.h"
-#include "enqueue.h"
+#include "src/mpi/api_common.h"
+#include "src/runtime_state.h"
 
 using namespace mpix;
 using namespace mpix::stream;

@@ -9,8 +9,8 @@
 #include "enqueue.h"
 #include "progress/datatype.h"
 #include "src/errors.h"
-#include "src/p2p/api_common.h"
-#include "src/runtime.h"
+#include "src/mpi/api_common.h"
+#include "src/runtime_state.h"
 
 namespace mpix::stream {
 namespace {

@@ -2,7 +2,7 @@
 #include "mpix.h"
 #include "src/errors.h"
 #include "src/p2p/engine.h"
-#include "src/runtime.h"
+#include "src/runtime_state.h"
 
 using namespace mpix;
 

@@ -8,7 +8,7 @@
 #include "src/comm_table.h"
 #include "src/errors.h"
 #include "src/p2p/comms.h"
-#include "src/runtime.h"
+#include "src/runtime_state.h"
 
 int MPIX_Query_version(int *major, int *minor, int *patch) {
   if (major == nullptr || minor == nullptr || patch == nullptr)

@@ -12,7 +12,7 @@
 #include "src/errors.h"
 #include "src/p2p/comms.h"
 #include "src/p2p/engine.h"
-#include "src/runtime.h"
+#include "src/runtime_state.h"
 
 using namespace mpix;
 using namespace mpix::stream;

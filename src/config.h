@@ -78,7 +78,7 @@ struct ConfigVar {
   // Reads a value into its field: false (the field untouched or partly
   // set) if it is not valid.
   bool (*parse)(Config &c, const char *value);
-  // The value in force, as tools read it (src/mpit.cc).
+  // The value in force, as tools read it (src/mpi/mpit.cc).
   ConfigValue (*value)(const Config &c);
 };
 

@@ -4,7 +4,7 @@
 #include <cstring>
 
 #include "mpix.h"
-#include "runtime.h"
+#include "runtime_state.h"
 #include "visibility.h"
 
 // Library classes, public so programs can compare MPI_Error_class results.

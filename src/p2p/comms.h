@@ -20,7 +20,7 @@ int comm_created(MPI_Comm newcomm, const Hints &hints, bool force = false);
 bool will_carry(const Hints &hints, bool inter);
 
 // MPI_Comm_idup(_with_info) of a communicator mpix will handle (h): the
-// request completes once the child is attached (src/p2p/comm_idup.cc).
+// request completes once the child is attached (src/mpi/comm_idup.cc).
 int idup_handled(MPI_Comm comm, MPI_Info info, const Hints &h, MPI_Comm *newcomm, MPI_Request *request);
 // Waits for the children still being made (MPI_Finalize).
 void idup_join_all();

@@ -2,7 +2,7 @@
 // collects them while a region is open and matches them at each progress
 // step): on the GPU (device/match_gpu.h) when the batch has at least
 // MPIX_GPU_MATCH_THRESHOLD entries and a GPU is there, otherwise, or when the
-// GPU fails, on the CPU (src/match/batch.h). Per-key FIFO in both cases:
+// GPU fails, on the CPU (match/batch.h). Per-key FIFO in both cases:
 // the k-th message of a key meets the k-th receive of that key, which is
 // what the matcher would have done one by one, so a batch never changes
 // which messages a region's receives get. Statistics for MPIX_VERBOSE.

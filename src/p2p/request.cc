@@ -6,6 +6,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "datatype.h"
 #include "engine.h"
 #include "progress/immortal.h"
 #include "src/comm_table.h"
@@ -73,10 +74,32 @@ MPI_Request new_handle() {
   return h;
 }
 
+// Keeps a derived datatype alive for a pending operation.
+void hold_datatype(Request *r, MPI_Datatype dtype) {
+  if (r->dtype_owned) PMPI_Type_free(&r->dtype);
+  r->dtype = dtype;
+  r->dtype_owned = false;
+  if (dtype != MPI_DATATYPE_NULL && is_derived(dtype)) {
+    PMPI_Type_dup(dtype, &r->dtype);
+    r->dtype_owned = true;
+  }
+}
+
 }  // namespace
 
 Request::~Request() {
   if (dtype_owned) PMPI_Type_free(&dtype);
+}
+
+void init_request(Request *r, const std::shared_ptr<P2PComm> &c, const void *sbuf, void *rbuf, int count,
+                  MPI_Datatype dtype, int peer, int tag) {
+  r->comm = c;
+  r->sbuf = sbuf;
+  r->rbuf = rbuf;
+  r->count = count;
+  r->peer = peer;
+  r->tag = tag;
+  hold_datatype(r, dtype);
 }
 
 void Request::finish(int source, int tag_, int error, MPI_Count bytes) {

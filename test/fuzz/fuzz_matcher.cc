@@ -1,4 +1,4 @@
-// libFuzzer target: operation streams on the matching engine (src/match),
+// libFuzzer target: operation streams on the matching engine (match/),
 // every result compared with the reference matcher (test/unit). The input
 // is a program: its first byte picks the mode, then each 3 bytes are one
 // operation (kind, source, tag). Keys come from a small space (so they

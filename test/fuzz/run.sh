@@ -21,7 +21,7 @@ if [ -n "${MPIX_SANITIZED:-}" ]; then
   echo "skipped: sanitizer build (the fuzz targets are built with ASan/UBSan of their own in the plain build)"
   exit 77
 fi
-flags=(-std=c++17 -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -I"$src" -I"$src/src" -I"$src/include")
+flags=(-std=c++17 -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -I"$src" -I"$src/include")
 out=$build/test/fuzz
 mkdir -p "$out"
 if ! command -v "$cxx" >/dev/null || ! echo 'extern "C" int LLVMFuzzerTestOneInput(const unsigned char *, unsigned long) { return 0; }' |
@@ -35,7 +35,7 @@ for target in matcher wire gpu_wire proxy; do
   exe=$out/fuzz_$target
   budget=$decoder_seconds
   case $target in
-    matcher) sources=("$src/test/fuzz/fuzz_matcher.cc" "$src"/src/match/*.cc); budget=$seconds ;;
+    matcher) sources=("$src/test/fuzz/fuzz_matcher.cc" "$src"/match/*.cc); budget=$seconds ;;
     wire) sources=("$src/test/fuzz/fuzz_wire.cc" "$src/progress/wire.cc" "$src/progress/ucx/ucx_wire.cc"
                    "$src/progress/ofi/ofi_wire.cc") ;;
     gpu_wire) sources=("$src/test/fuzz/fuzz_gpu_wire.cc" "$src/src/p2p/gpu_wire.cc" "$src/progress/wire.cc") ;;

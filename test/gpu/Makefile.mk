@@ -58,12 +58,12 @@ test_gpu_stream_kernel_LDFLAGS = -no-install
 test_gpu_stream_kernel_LINK = $(LIBTOOL) $(AM_V_lt) --tag=CXX --mode=link $(CXX) $(AM_CXXFLAGS) $(CXXFLAGS) \
 	$(test_gpu_stream_kernel_LDFLAGS) $(LDFLAGS) -o $@
 endif
-# GPU batch matcher against the CPU one (device/match_gpu.h, src/match/batch.h).
+# GPU batch matcher against the CPU one (device/match_gpu.h, match/batch.h).
 if HAVE_CUDA
 MPIX_GPU_TESTS += test/gpu/gpu_match
 check_PROGRAMS += test/gpu/gpu_match
 test_gpu_gpu_match_SOURCES = test/gpu/gpu_match.cu test/gpu/match_gen.h
-test_gpu_gpu_match_LDADD = device/libmpixdevice.la src/match/libmpixmatch.la $(CUDA_LIBS)
+test_gpu_gpu_match_LDADD = device/libmpixdevice.la match/libmpixmatch.la $(CUDA_LIBS)
 test_gpu_gpu_match_LDFLAGS = -no-install
 test_gpu_gpu_match_LINK = $(LIBTOOL) $(AM_V_lt) --tag=CXX --mode=link $(CXX) $(AM_CXXFLAGS) $(CXXFLAGS) \
 	$(test_gpu_gpu_match_LDFLAGS) $(LDFLAGS) -o $@

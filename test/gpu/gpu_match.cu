@@ -1,5 +1,5 @@
 // Differential test of the GPU batch matcher (device/match_gpu.h) against
-// the CPU one (src/match/batch.h) on random batches: sizes 0 .. 16M,
+// the CPU one (match/batch.h) on random batches: sizes 0 .. 16M,
 // multiplicity 0 .. 100%, skewed keys, tiny key spaces, all unmatched, all
 // matched, lopsided sides. Checked for both variants: pairs of equal keys
 // with the right cookies, nothing used twice, every entry either paired or

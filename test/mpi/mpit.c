@@ -1,4 +1,4 @@
-/* MPI_T through mpix (src/mpit.cc): mpix's control variables (the MPIX_*
+/* MPI_T through mpix (src/mpi/mpit.cc): mpix's control variables (the MPIX_*
  * settings) and performance variables are listed after the MPI library's,
  * read what the environment set and what the traffic did, and the library's
  * own variables still enumerate and read; bad indices and handles get

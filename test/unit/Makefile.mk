@@ -1,4 +1,4 @@
-# GoogleTest unit tests of the matching engine (src/match), plain and under
+# GoogleTest unit tests of the matching engine (match/), plain and under
 # AddressSanitizer/UndefinedBehaviorSanitizer (the engine sources compiled
 # into the test, not taken from the library). MPIX_TEST_SCALE=<factor> scales
 # the randomised tests (default 1: millions of operations).
@@ -28,12 +28,12 @@ endif
 endif
 
 test_unit_test_match_SOURCES = $(MPIX_MATCH_TEST_SOURCES)
-test_unit_test_match_CPPFLAGS = $(GTEST_CPPFLAGS) -I$(top_srcdir)/src
+test_unit_test_match_CPPFLAGS = $(GTEST_CPPFLAGS) -I$(top_srcdir)
 test_unit_test_match_CXXFLAGS = $(MPIX_CXXFLAGS)
-test_unit_test_match_LDADD = src/match/libmpixmatch.la $(GTEST_LIBS)
+test_unit_test_match_LDADD = match/libmpixmatch.la $(GTEST_LIBS)
 
 test_unit_test_match_asan_SOURCES = $(MPIX_MATCH_TEST_SOURCES) $(MPIX_MATCH_ENGINE_SOURCES)
-test_unit_test_match_asan_CPPFLAGS = $(GTEST_CPPFLAGS) -I$(top_srcdir)/src
+test_unit_test_match_asan_CPPFLAGS = $(GTEST_CPPFLAGS) -I$(top_srcdir)
 test_unit_test_match_asan_CXXFLAGS = $(MPIX_CXXFLAGS) $(MPIX_MATCH_SANITIZE)
 test_unit_test_match_asan_LDFLAGS = $(MPIX_MATCH_SANITIZE)
 test_unit_test_match_asan_LDADD = $(GTEST_LIBS)
@@ -46,7 +46,7 @@ check_PROGRAMS += test/unit/test_gpu_host
 MPIX_UNIT_TESTS += test/unit/test_gpu_host
 endif
 test_unit_test_gpu_host_SOURCES = test/unit/test_gpu_host.cc device/memtype.cc
-test_unit_test_gpu_host_CPPFLAGS = $(GTEST_CPPFLAGS) -I$(top_srcdir)/src
+test_unit_test_gpu_host_CPPFLAGS = $(GTEST_CPPFLAGS) -I$(top_srcdir)
 test_unit_test_gpu_host_CXXFLAGS = $(MPIX_CXXFLAGS) $(MPIX_MATCH_SANITIZE)
 test_unit_test_gpu_host_LDFLAGS = $(MPIX_MATCH_SANITIZE)
 test_unit_test_gpu_host_LDADD = $(GTEST_LIBS) -ldl

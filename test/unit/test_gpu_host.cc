@@ -10,8 +10,8 @@
 #include <vector>
 
 #include "device/memtype.h"
-#include "p2p/gpu_cache.h"
-#include "p2p/gpu_tags.h"
+#include "src/p2p/gpu_cache.h"
+#include "src/p2p/gpu_tags.h"
 
 using mpix::p2p::ChunkPlan;
 using mpix::p2p::IpcCache;

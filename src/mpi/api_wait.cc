@@ -4,7 +4,7 @@
 #include <vector>
 
 #include "api_common.h"
-#include "staged_native.h"
+#include "src/p2p/staged_native.h"
 #include "src/visibility.h"
 
 using namespace mpix;

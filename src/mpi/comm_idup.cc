@@ -17,10 +17,10 @@
 #include <thread>
 
 #include "api_common.h"
-#include "comms.h"
 #include "progress/immortal.h"
 #include "src/errors.h"
-#include "src/runtime.h"
+#include "src/p2p/comms.h"
+#include "src/runtime_state.h"
 
 namespace mpix::p2p {
 namespace {

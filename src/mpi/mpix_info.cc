@@ -5,15 +5,15 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "config.h"
 #include "device/gpu.h"
 #include "mpit_vars.h"
 #include "mpix.h"
 #include "progress/transport.h"
+#include "src/config.h"
 
 namespace {
 
-// What MPI_T_cvar_get_info and MPI_T_pvar_get_info report (src/mpit.cc).
+// What MPI_T_cvar_get_info and MPI_T_pvar_get_info report (src/mpi/mpit.cc).
 void print_mpit() {
   int n = 0;
   const mpix::ConfigVar *c = mpix::config_vars(&n);

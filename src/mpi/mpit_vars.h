@@ -1,8 +1,8 @@
 // mpix's own MPI_T performance variables: what each one counts and how to
 // read it. The control variables are the MPIX_* settings themselves
-// (src/config.h); src/mpit.cc puts both beside the MPI library's variables.
-#ifndef MPIX_SRC_MPIT_VARS_H
-#define MPIX_SRC_MPIT_VARS_H
+// (src/config.h); src/mpi/mpit.cc puts both beside the MPI library's variables.
+#ifndef MPIX_SRC_MPI_MPIT_VARS_H
+#define MPIX_SRC_MPI_MPIT_VARS_H
 
 #include <cstdint>
 

@@ -24,11 +24,11 @@
 #include <mutex>
 #include <vector>
 
-#include "config.h"
 #include "mpit_vars.h"
 #include "progress/immortal.h"
-#include "runtime.h"
-#include "visibility.h"
+#include "src/config.h"
+#include "src/runtime_state.h"
+#include "src/visibility.h"
 
 namespace mpix::mpit {
 namespace {

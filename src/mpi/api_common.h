@@ -1,16 +1,18 @@
-// Shared by the intercepted point-to-point entry points: finding the
-// communicator's state and validating arguments as MPI does.
-#ifndef MPIX_SRC_P2P_API_COMMON_H
-#define MPIX_SRC_P2P_API_COMMON_H
+// Shared by the intercepted point-to-point entry points (and the *_enqueue
+// calls of mpix/): finding the communicator's state and validating
+// arguments as MPI does. A request's common fields: init_request
+// (src/p2p/request.h).
+#ifndef MPIX_SRC_MPI_API_COMMON_H
+#define MPIX_SRC_MPI_API_COMMON_H
 
 #include <mpi.h>
 
 #include <memory>
 
-#include "datatype.h"
-#include "engine.h"
 #include "src/comm_table.h"
 #include "src/errors.h"
+#include "src/p2p/datatype.h"
+#include "src/p2p/engine.h"
 
 namespace mpix::p2p {
 
@@ -73,13 +75,6 @@ inline int check_pattern(MPI_Comm comm, const P2PComm &c, int source, int tag, c
   const int e = c.check_pattern(source, tag);
   return e < 0 ? MPI_SUCCESS : raise_error(comm, static_cast<Err>(e), func);
 }
-
-// Keeps a derived datatype alive for a pending operation.
-void hold_datatype(Request *r, MPI_Datatype dtype);
-
-// Fills r's common fields and takes a reference on comm.
-void init_request(Request *r, const std::shared_ptr<P2PComm> &c, const void *sbuf, void *rbuf, int count,
-                  MPI_Datatype dtype, int peer, int tag);
 
 }  // namespace mpix::p2p
 

@@ -4,7 +4,7 @@
 #include <vector>
 
 #include "api_common.h"
-#include "comms.h"
+#include "src/p2p/comms.h"
 #include "src/visibility.h"
 
 using namespace mpix;

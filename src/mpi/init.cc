@@ -10,13 +10,13 @@
 // the level it asked for (MPI_Query_thread agrees). With
 // MPIX_PROGRESS_THREAD=0 mpix asks only for what the application asks: GPU
 // streams then work only if that was MPI_THREAD_MULTIPLE (else
-// MPIX_ERR_NO_THREAD), and no liveness thread runs (src/runtime.cc).
+// MPIX_ERR_NO_THREAD), and no liveness thread runs (src/mpi/runtime.cc).
 #include <mpi.h>
 
 #include <algorithm>
 
 #include "runtime.h"
-#include "visibility.h"
+#include "src/visibility.h"
 
 namespace {
 

@@ -2,14 +2,14 @@
 
 #include <mpi.h>
 
-#include "p2p/engine.h"
-#include "p2p/gpu_path.h"
-#include "p2p/region_batch.h"
-#include "p2p/staged_native.h"
 #include "progress/single_copy.h"
 #include "progress/transport.h"
 #include "progress/wire.h"
-#include "runtime.h"
+#include "src/p2p/engine.h"
+#include "src/p2p/gpu_path.h"
+#include "src/p2p/region_batch.h"
+#include "src/p2p/staged_native.h"
+#include "src/runtime_state.h"
 
 namespace mpix::mpit {
 namespace {

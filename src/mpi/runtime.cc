@@ -1,29 +1,24 @@
 #include "runtime.h"
 
-#include <atomic>
 #include <cstdio>
 #include <cstdlib>
 
-#include "comm_table.h"
 #include "device/gpu.h"
-#include "errors.h"
 #include "mpix.h"
-#include "p2p/comms.h"
-#include "p2p/engine.h"
-#include "p2p/gpu_path.h"
-#include "p2p/liveness.h"
-#include "p2p/region_batch.h"
-#include "p2p/staged_native.h"
-#include "progress/immortal.h"
 #include "progress/single_copy.h"
 #include "progress/thread.h"
 #include "progress/transport.h"
+#include "src/comm_table.h"
+#include "src/errors.h"
+#include "src/p2p/comms.h"
+#include "src/p2p/engine.h"
+#include "src/p2p/gpu_path.h"
+#include "src/p2p/liveness.h"
+#include "src/p2p/region_batch.h"
+#include "src/p2p/staged_native.h"
 
 namespace mpix {
 namespace {
-
-Runtime g_runtime;
-std::atomic<bool> g_active{false};
 
 const char *thread_level_name(int level) {
   switch (level) {
@@ -36,12 +31,13 @@ const char *thread_level_name(int level) {
 }
 
 void print_configuration(const char *config_errors) {
+  const Runtime &rt = runtime_mutable();
   char lib[MPIX_MAX_LIBRARY_VERSION_STRING];
   int len = 0;
   MPIX_Get_library_version(lib, &len);
   std::fprintf(stderr, "[mpix] %s\n", lib);
-  std::fprintf(stderr, "[mpix] ranks %d, thread level %s (MPI library: %s)\n", g_runtime.world_size,
-               thread_level_name(g_runtime.thread_provided), thread_level_name(g_runtime.thread_underlying));
+  std::fprintf(stderr, "[mpix] ranks %d, thread level %s (MPI library: %s)\n", rt.world_size,
+               thread_level_name(rt.thread_provided), thread_level_name(rt.thread_underlying));
   const int ngpu = device::device_count();
   const char *provider = progress::transport_provider();
   std::fprintf(stderr, "[mpix] transport: %s%s%s (built: %s)\n", progress::transport_name(),
@@ -60,18 +56,19 @@ void print_configuration(const char *config_errors) {
 // MPIX_VERBOSE statistics at MPI_Finalize: the transport's traffic, and one
 // line per rank that used an unordered region.
 void print_statistics(const char *transport, const progress::TransportStats &t) {
-  if (g_runtime.config.verbose < 1) return;
+  const Runtime &rt = runtime_mutable();
+  if (rt.config.verbose < 1) return;
   if (t.eager_sent + t.rendezvous_sent + t.arrivals > 0)
     std::fprintf(stderr,
                  "[mpix] rank %d: transport %s: eager %llu, rendezvous %llu, arrivals %llu, sync acks %llu, "
                  "copied %llu, credit stalls %llu, out of order %llu, endpoints %llu, shm ring %llu\n",
-                 g_runtime.world_rank, transport, static_cast<unsigned long long>(t.eager_sent),
+                 rt.world_rank, transport, static_cast<unsigned long long>(t.eager_sent),
                  static_cast<unsigned long long>(t.rendezvous_sent), static_cast<unsigned long long>(t.arrivals),
                  static_cast<unsigned long long>(t.sync_acks), static_cast<unsigned long long>(t.copied_sends),
                  static_cast<unsigned long long>(t.credit_stalls), static_cast<unsigned long long>(t.out_of_order),
                  static_cast<unsigned long long>(t.endpoints), static_cast<unsigned long long>(t.shm_ring));
   if (const std::uint64_t bad = progress::malformed_messages(); bad > 0)
-    std::fprintf(stderr, "[mpix] rank %d: malformed messages dropped %llu\n", g_runtime.world_rank,
+    std::fprintf(stderr, "[mpix] rank %d: malformed messages dropped %llu\n", rt.world_rank,
                  static_cast<unsigned long long>(bad));
   const p2p::GpuStats g = p2p::gpu_stats();
   if (g.eager + g.ipc + g.staged + g.host_rendezvous > 0)
@@ -79,25 +76,25 @@ void print_statistics(const char *transport, const progress::TransportStats &t) 
                  "[mpix] rank %d: device-buffer sends eager %llu, ipc %llu, staged %llu, host rendezvous %llu; "
                  "pageable staging chunks %llu; kernel copies %llu (launches %llu); buffered after a wait %llu, "
                  "kept %llu\n",
-                 g_runtime.world_rank, static_cast<unsigned long long>(g.eager), static_cast<unsigned long long>(g.ipc),
+                 rt.world_rank, static_cast<unsigned long long>(g.eager), static_cast<unsigned long long>(g.ipc),
                  static_cast<unsigned long long>(g.staged), static_cast<unsigned long long>(g.host_rendezvous),
                  static_cast<unsigned long long>(g.pageable), static_cast<unsigned long long>(g.kernel_copies),
                  static_cast<unsigned long long>(g.kernel_launches), static_cast<unsigned long long>(g.buffered),
                  static_cast<unsigned long long>(g.buffered_kept));
   if (const progress::SingleCopyStats sc = progress::single_copy_stats(); sc.reads + sc.writes + sc.failures > 0)
     std::fprintf(stderr, "[mpix] rank %d: single-copy reads %llu, split parts written %llu (%llu bytes), failed %llu\n",
-                 g_runtime.world_rank, static_cast<unsigned long long>(sc.reads),
+                 rt.world_rank, static_cast<unsigned long long>(sc.reads),
                  static_cast<unsigned long long>(sc.writes), static_cast<unsigned long long>(sc.bytes),
                  static_cast<unsigned long long>(sc.failures));
   if (const std::uint64_t staged = p2p::staged_operations(); staged > 0)
     std::fprintf(stderr, "[mpix] rank %d: device buffers staged on communicators the MPI library matches %llu\n",
-                 g_runtime.world_rank, static_cast<unsigned long long>(staged));
+                 rt.world_rank, static_cast<unsigned long long>(staged));
   const StreamStats &st = stream_stats();
   if (st.gpu_run + st.host_driven > 0)
     std::fprintf(stderr,
                  "[mpix] rank %d: stream operations run by the GPU %llu, host-driven %llu (device data staged on "
                  "the stream %llu)\n",
-                 g_runtime.world_rank, static_cast<unsigned long long>(st.gpu_run.load()),
+                 rt.world_rank, static_cast<unsigned long long>(st.gpu_run.load()),
                  static_cast<unsigned long long>(st.host_driven.load()),
                  static_cast<unsigned long long>(st.host_staged.load()));
   const p2p::RegionBatchStats s = p2p::region_batch_stats();
@@ -105,7 +102,7 @@ void print_statistics(const char *transport, const progress::TransportStats &t) 
   std::fprintf(stderr,
                "[mpix] rank %d: region batches %llu (GPU %llu), pairs CPU %llu GPU %llu, sequential %llu, "
                "GPU failures %llu\n",
-               g_runtime.world_rank, static_cast<unsigned long long>(s.batches),
+               rt.world_rank, static_cast<unsigned long long>(s.batches),
                static_cast<unsigned long long>(s.gpu_batches), static_cast<unsigned long long>(s.pairs_cpu),
                static_cast<unsigned long long>(s.pairs_gpu), static_cast<unsigned long long>(s.sequential),
                static_cast<unsigned long long>(s.gpu_errors));
@@ -119,21 +116,12 @@ void print_statistics(const char *transport, const progress::TransportStats &t) 
 // (progress/immortal.h), since a static made after MPI_Init is destroyed
 // before this handler runs. Nothing else is torn down: MPI is not finalized.
 void stop_threads_at_exit() {
-  if (!g_active.load(std::memory_order_acquire)) return;
+  if (!runtime_active()) return;
   progress::thread_stop();
   p2p::liveness_stop();
 }
 
 }  // namespace
-
-StreamStats &stream_stats() {
-  static Immortal<StreamStats> s;
-  return s.get();
-}
-
-bool runtime_active() { return g_active.load(std::memory_order_acquire); }
-
-const Runtime &runtime() { return g_runtime; }
 
 bool runtime_wants_thread_multiple() {
   char ignored[8];
@@ -145,88 +133,89 @@ bool runtime_wants_thread_multiple() {
 }
 
 int runtime_start(int thread_provided, int thread_underlying) {
+  Runtime &rt = runtime_mutable();
   char config_errors[1024];
-  g_runtime.config = config_from_env(config_errors, sizeof config_errors);
-  g_runtime.thread_provided = thread_provided;
-  g_runtime.thread_underlying = thread_underlying;
-  PMPI_Comm_rank(MPI_COMM_WORLD, &g_runtime.world_rank);
-  PMPI_Comm_size(MPI_COMM_WORLD, &g_runtime.world_size);
+  rt.config = config_from_env(config_errors, sizeof config_errors);
+  rt.thread_provided = thread_provided;
+  rt.thread_underlying = thread_underlying;
+  PMPI_Comm_rank(MPI_COMM_WORLD, &rt.world_rank);
+  PMPI_Comm_size(MPI_COMM_WORLD, &rt.world_size);
 
   int rc = errors_init();
   if (rc == MPI_SUCCESS) rc = CommTable::init();
   if (rc != MPI_SUCCESS) return rc;
   p2p::P2PConfig p2p_config;
-  p2p_config.eager_limit = static_cast<std::size_t>(g_runtime.config.eager_limit);
-  p2p_config.landing_slots = g_runtime.config.landing_slots;
-  p2p_config.unexpected_limit = static_cast<std::size_t>(g_runtime.config.unexpected_limit);
-  p2p_config.split_min = static_cast<std::size_t>(g_runtime.config.single_copy_split);
-  p2p_config.verbose = g_runtime.config.verbose;
+  p2p_config.eager_limit = static_cast<std::size_t>(rt.config.eager_limit);
+  p2p_config.landing_slots = rt.config.landing_slots;
+  p2p_config.unexpected_limit = static_cast<std::size_t>(rt.config.unexpected_limit);
+  p2p_config.split_min = static_cast<std::size_t>(rt.config.single_copy_split);
+  p2p_config.verbose = rt.config.verbose;
   p2p::p2p_configure(p2p_config);
-  p2p::region_batch_configure(static_cast<std::size_t>(g_runtime.config.gpu_match_threshold));
+  p2p::region_batch_configure(static_cast<std::size_t>(rt.config.gpu_match_threshold));
   p2p::GpuConfig gpu_config;
-  gpu_config.enabled = g_runtime.config.gpu;
-  gpu_config.force_staging = g_runtime.config.gpu_force_staging;
-  gpu_config.eager_limit = static_cast<std::size_t>(g_runtime.config.gpu_eager_limit);
-  gpu_config.chunk = static_cast<std::size_t>(g_runtime.config.gpu_chunk);
-  gpu_config.depth = g_runtime.config.gpu_pipeline;
-  gpu_config.ipc_cache = static_cast<std::size_t>(g_runtime.config.gpu_ipc_cache);
-  gpu_config.pinned_slots = static_cast<std::size_t>(g_runtime.config.gpu_pinned_slots);
-  gpu_config.kernel_copy = g_runtime.config.gpu_kernel_copy;
-  gpu_config.kernel_copy_max = static_cast<std::size_t>(g_runtime.config.gpu_kernel_copy_max);
-  gpu_config.kernel_copy_device_max = static_cast<std::size_t>(g_runtime.config.gpu_kernel_copy_device_max);
-  gpu_config.kernel_copy_idle_us = static_cast<unsigned>(g_runtime.config.gpu_kernel_copy_idle_us);
-  gpu_config.node_eager_limit = static_cast<std::size_t>(g_runtime.config.gpu_node_eager_limit);
-  gpu_config.buffer_after_us = static_cast<unsigned>(g_runtime.config.gpu_buffer_after_us);
+  gpu_config.enabled = rt.config.gpu;
+  gpu_config.force_staging = rt.config.gpu_force_staging;
+  gpu_config.eager_limit = static_cast<std::size_t>(rt.config.gpu_eager_limit);
+  gpu_config.chunk = static_cast<std::size_t>(rt.config.gpu_chunk);
+  gpu_config.depth = rt.config.gpu_pipeline;
+  gpu_config.ipc_cache = static_cast<std::size_t>(rt.config.gpu_ipc_cache);
+  gpu_config.pinned_slots = static_cast<std::size_t>(rt.config.gpu_pinned_slots);
+  gpu_config.kernel_copy = rt.config.gpu_kernel_copy;
+  gpu_config.kernel_copy_max = static_cast<std::size_t>(rt.config.gpu_kernel_copy_max);
+  gpu_config.kernel_copy_device_max = static_cast<std::size_t>(rt.config.gpu_kernel_copy_device_max);
+  gpu_config.kernel_copy_idle_us = static_cast<unsigned>(rt.config.gpu_kernel_copy_idle_us);
+  gpu_config.node_eager_limit = static_cast<std::size_t>(rt.config.gpu_node_eager_limit);
+  gpu_config.buffer_after_us = static_cast<unsigned>(rt.config.gpu_buffer_after_us);
   p2p::gpu_start(gpu_config);
   progress::TransportConfig transport;
-  transport.kind = g_runtime.config.transport;
-  transport.ofi_provider = g_runtime.config.ofi_provider;
+  transport.kind = rt.config.transport;
+  transport.ofi_provider = rt.config.ofi_provider;
   transport.eager_limit = p2p_config.eager_limit;
   transport.unexpected_limit = p2p_config.unexpected_limit;
   transport.landing_slots = p2p_config.landing_slots;
-  transport.verbose = g_runtime.config.verbose;
-  transport.check_links = g_runtime.config.link_check;
-  transport.shm_ring = g_runtime.config.shm_ring;
-  transport.shm_ring_bytes = static_cast<std::size_t>(g_runtime.config.shm_ring_bytes);
-  transport.shm_ring_slot_bytes = static_cast<std::size_t>(g_runtime.config.shm_ring_slot_bytes);
+  transport.verbose = rt.config.verbose;
+  transport.check_links = rt.config.link_check;
+  transport.shm_ring = rt.config.shm_ring;
+  transport.shm_ring_bytes = static_cast<std::size_t>(rt.config.shm_ring_bytes);
+  transport.shm_ring_slot_bytes = static_cast<std::size_t>(rt.config.shm_ring_slot_bytes);
   char why[256];
   rc = progress::transport_start(transport, why, sizeof why);
   if (rc != MPI_SUCCESS) {
     std::fprintf(stderr,
                  "[mpix] rank %d: MPI_Init fails: MPIX_TRANSPORT=%s cannot start (%s); MPIX_TRANSPORT=auto would "
                  "fall back to pmpi\n",
-                 g_runtime.world_rank, std::getenv("MPIX_TRANSPORT"), why);
+                 rt.world_rank, std::getenv("MPIX_TRANSPORT"), why);
     // MPI_Init fails as MPI functions do: through MPI_COMM_WORLD's handler
     // (fatal by default).
     const int code = error_code(Err::kTransportUnavailable);
     PMPI_Comm_call_errhandler(MPI_COMM_WORLD, code);
     return code;
   }
-  if (why[0] != '\0' && g_runtime.config.verbose >= 1 && g_runtime.world_rank == 0)
+  if (why[0] != '\0' && rt.config.verbose >= 1 && rt.world_rank == 0)
     std::fprintf(stderr, "[mpix] transport: pmpi (UCX not used: %s)\n", why);
-  progress::single_copy_start(g_runtime.config.single_copy, static_cast<std::size_t>(g_runtime.config.single_copy_min),
-                              g_runtime.config.verbose);
-  rc = p2p::p2p_start(g_runtime.config.intercept_all);
+  progress::single_copy_start(rt.config.single_copy, static_cast<std::size_t>(rt.config.single_copy_min),
+                              rt.config.verbose);
+  rc = p2p::p2p_start(rt.config.intercept_all);
   if (rc != MPI_SUCCESS) return rc;
-  if (thread_underlying == MPI_THREAD_MULTIPLE && g_runtime.config.progress_thread != 0 &&
-      !p2p::liveness_start() && g_runtime.world_rank == 0)
+  if (thread_underlying == MPI_THREAD_MULTIPLE && rt.config.progress_thread != 0 &&
+      !p2p::liveness_start() && rt.world_rank == 0)
     std::fprintf(stderr, "[mpix] warning: no liveness thread (thread creation failed)\n");
 
   // A malformed variable is a user error worth seeing even when not verbose:
   // the default was used instead of what was asked for.
-  if (config_errors[0] != '\0' && g_runtime.world_rank == 0 && g_runtime.config.verbose == 0)
+  if (config_errors[0] != '\0' && rt.world_rank == 0 && rt.config.verbose == 0)
     std::fprintf(stderr, "[mpix] warning: %s", config_errors);
-  if (g_runtime.config.verbose >= 1 && g_runtime.world_rank == 0) print_configuration(config_errors);
+  if (rt.config.verbose >= 1 && rt.world_rank == 0) print_configuration(config_errors);
   // atexit handlers run before the destructors of objects made earlier,
   // such as the transports' (namespace-scope, made at load).
   static const bool at_exit = [] { return std::atexit(stop_threads_at_exit) == 0; }();
   (void)at_exit;
-  g_active.store(true, std::memory_order_release);
+  runtime_set_active(true);
   return MPI_SUCCESS;
 }
 
 int runtime_stop() {
-  g_active.store(false, std::memory_order_release);
+  runtime_set_active(false);
   // First: the progress thread calls into the engine that p2p_stop tears down.
   progress::thread_stop();
   p2p::liveness_stop();

@@ -6,8 +6,8 @@
 
 #include "api_common.h"
 #include "progress/immortal.h"
+#include "src/p2p/staged_native.h"
 #include "src/visibility.h"
-#include "staged_native.h"
 
 using namespace mpix;
 using namespace mpix::p2p;

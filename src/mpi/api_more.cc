@@ -11,10 +11,10 @@
 #include <memory>
 
 #include "api_common.h"
-#include "datatype.h"
-#include "gpu_pack.h"
+#include "src/p2p/datatype.h"
+#include "src/p2p/gpu_pack.h"
+#include "src/p2p/staged_native.h"
 #include "src/visibility.h"
-#include "staged_native.h"
 
 using namespace mpix;
 using namespace mpix::p2p;

@@ -2,7 +2,7 @@
 // and their persistent forms. Communicators mpix does not handle go straight
 // to PMPI (device buffers there staged through host memory: staged_native.h).
 #include "api_common.h"
-#include "staged_native.h"
+#include "src/p2p/staged_native.h"
 #include "src/visibility.h"
 
 using namespace mpix;

@@ -1,6 +1,10 @@
-// Process-wide state of the library between MPI_Init and MPI_Finalize.
-#ifndef MPIX_SRC_RUNTIME_H
-#define MPIX_SRC_RUNTIME_H
+// Process-wide state of the library between MPI_Init and MPI_Finalize: what
+// every layer reads (the settings in force, the thread levels, the ranks).
+// Only the start and stop of the library (src/mpi/runtime.cc, above the
+// engine) writes it; it lives down here so that src/errors.cc and the
+// layers above read it without depending on what starts the engine.
+#ifndef MPIX_SRC_RUNTIME_STATE_H
+#define MPIX_SRC_RUNTIME_STATE_H
 
 #include <mpi.h>
 
@@ -35,15 +39,9 @@ struct StreamStats {
 };
 StreamStats &stream_stats();
 
-// Called by the MPI_Init/MPI_Init_thread/MPI_Finalize hooks after PMPI_Init*
-// and before PMPI_Finalize; return MPI error codes.
-int runtime_start(int thread_provided, int thread_underlying);
-
-// Whether MPI_Init* should ask the MPI library for MPI_THREAD_MULTIPLE (for
-// the progress thread) whatever the application asks: MPIX_PROGRESS_THREAD=1,
-// or "auto" in a CUDA build with a GPU visible. Callable before MPI_Init.
-bool runtime_wants_thread_multiple();
-int runtime_stop();
+// For runtime_start and runtime_stop (src/mpi/runtime.cc) only.
+Runtime &runtime_mutable();
+void runtime_set_active(bool active);
 
 }  // namespace mpix
 
