@@ -147,9 +147,9 @@ int main(int argc, char **argv) {
   mpix::device::kernel_copy_configure(kc);
   std::vector<unsigned char> pageable(bytes + 1);
   const auto resident = [&](void *dst, bool dh, const void *src, bool sh) {
-    const int e = mpix::device::kernel_copy(dst, dh, src, sh, bytes, 0);
-    if (e != 0) {
-      std::fprintf(stderr, "kernel_copy: %d\n", e);
+    const mpix::device::Status e = mpix::device::kernel_copy(dst, dh, src, sh, bytes, 0);
+    if (e != mpix::device::Status::kOk) {
+      std::fprintf(stderr, "kernel_copy: %s\n", mpix::device::status_string(e));
       std::exit(1);
     }
   };

@@ -176,14 +176,13 @@ int main(int argc, char **argv) {
         const double kernel_s = best_time(
             [&] {
               cudaEventRecord(e0, nullptr);
-              const int rc = fifo ? mpix::device::gpu_match_batch_fifo_device(da, n, dr, n, dout, &c, dev_scratch,
-                                                                              nullptr)
-                                  : mpix::device::gpu_match_batch_unordered_device(da, n, dr, n, dout, &c,
-                                                                                   dev_scratch, nullptr);
+              const mpix::device::Status rc =
+                  fifo ? mpix::device::gpu_match_batch_fifo_device(da, n, dr, n, dout, &c, dev_scratch, nullptr)
+                       : mpix::device::gpu_match_batch_unordered_device(da, n, dr, n, dout, &c, dev_scratch, nullptr);
               cudaEventRecord(e1, nullptr);
               cudaEventSynchronize(e1);
-              if (rc != 0) {
-                std::fprintf(stderr, "GPU matcher: %s\n", mpix::device::error_string(rc));
+              if (rc != mpix::device::Status::kOk) {
+                std::fprintf(stderr, "GPU matcher: %s\n", mpix::device::status_string(rc));
                 std::exit(1);
               }
               float ms = 0;
@@ -195,12 +194,12 @@ int main(int argc, char **argv) {
         const double e2e_s = best_time(
             [&] {
               const auto t0 = Clock::now();
-              const int rc = fifo ? mpix::device::gpu_match_batch_fifo(b.arrivals.data(), n, b.receives.data(), n,
-                                                                       hout, &c, gpu_scratch)
-                                  : mpix::device::gpu_match_batch_unordered(b.arrivals.data(), n,
-                                                                            b.receives.data(), n, hout, &c,
-                                                                            gpu_scratch);
-              if (rc != 0) std::exit(1);
+              const mpix::device::Status rc =
+                  fifo ? mpix::device::gpu_match_batch_fifo(b.arrivals.data(), n, b.receives.data(), n, hout, &c,
+                                                            gpu_scratch)
+                       : mpix::device::gpu_match_batch_unordered(b.arrivals.data(), n, b.receives.data(), n, hout, &c,
+                                                                 gpu_scratch);
+              if (rc != mpix::device::Status::kOk) std::exit(1);
               return seconds_since(t0);
             },
             3, budget);

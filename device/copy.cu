@@ -33,8 +33,6 @@ State &state() {
   return s;
 }
 
-int code(cudaError_t e) { return static_cast<int>(e); }
-
 // The copy stream of device (current device made `device` by the caller).
 cudaError_t stream_of(int device, cudaStream_t *out) {
   State &s = state();
@@ -83,27 +81,22 @@ void event_put(Event *ev) {
 
 }  // namespace
 
-const char *error_string(int err) {
-  if (err == kErrNoCuda) return "mpix was built without CUDA";
-  return cudaGetErrorString(static_cast<cudaError_t>(err));
-}
-
 int current_device() {
   int d = 0;
   return cuda_ok(cudaGetDevice(&d)) ? d : 0;
 }
 
-int copy_sync(void *dst, const void *src, std::size_t n, int device) {
-  if (n == 0) return 0;
+Status copy_sync(void *dst, const void *src, std::size_t n, int device) {
+  if (n == 0) return Status::kOk;
   DeviceScope scope(device);
   cudaStream_t st = nullptr;
   cudaError_t e = stream_of(device, &st);
   if (e == cudaSuccess) e = cudaMemcpyAsync(dst, src, n, cudaMemcpyDefault, st);
   if (e == cudaSuccess) e = cudaStreamSynchronize(st);
-  return cuda_ok(e) ? 0 : code(e);
+  return cuda_status(e);
 }
 
-int copy_async(void *dst, const void *src, std::size_t n, int device, CopyEvent *out) {
+Status copy_async(void *dst, const void *src, std::size_t n, int device, CopyEvent *out) {
   DeviceScope scope(device);
   cudaStream_t st = nullptr;
   Event *ev = nullptr;
@@ -113,21 +106,21 @@ int copy_async(void *dst, const void *src, std::size_t n, int device, CopyEvent 
   if (e == cudaSuccess) e = cudaEventRecord(ev->event, st);
   if (!cuda_ok(e)) {
     if (ev != nullptr) event_put(ev);
-    return code(e);
+    return Status::kCudaError;
   }
   *out = ev;
-  return 0;
+  return Status::kOk;
 }
 
-int event_poll(CopyEvent handle) {
+Status event_poll(CopyEvent handle) {
   auto *ev = static_cast<Event *>(handle);
   const cudaError_t e = cudaEventQuery(ev->event);
   if (e == cudaErrorNotReady) {
     (void)cudaGetLastError();
-    return 0;
+    return Status::kNotReady;
   }
   event_put(ev);
-  return cuda_ok(e) ? 1 : -code(e);
+  return cuda_status(e);
 }
 
 void event_drop(CopyEvent handle) {
@@ -163,26 +156,26 @@ void copy_finalize() {
   (void)cudaGetLastError();
 }
 
-int ipc_export(void *base, unsigned char handle[kIpcHandleBytes]) {
+Status ipc_export(void *base, unsigned char handle[kIpcHandleBytes]) {
   static_assert(sizeof(cudaIpcMemHandle_t) == kIpcHandleBytes, "IPC handle size");
   cudaIpcMemHandle_t h;
   const cudaError_t e = cudaIpcGetMemHandle(&h, base);
-  if (!cuda_ok(e)) return code(e);
+  if (!cuda_ok(e)) return Status::kCudaError;
   __builtin_memcpy(handle, &h, kIpcHandleBytes);
-  return 0;
+  return Status::kOk;
 }
 
-int ipc_open(const unsigned char handle[kIpcHandleBytes], int device, void **ptr) {
+Status ipc_open(const unsigned char handle[kIpcHandleBytes], int device, void **ptr) {
   DeviceScope scope(device);
   cudaIpcMemHandle_t h;
   __builtin_memcpy(&h, handle, kIpcHandleBytes);
   const cudaError_t e = cudaIpcOpenMemHandle(ptr, h, cudaIpcMemLazyEnablePeerAccess);
-  return cuda_ok(e) ? 0 : code(e);
+  return cuda_status(e);
 }
 
-int ipc_close(void *ptr) {
+Status ipc_close(void *ptr) {
   const cudaError_t e = cudaIpcCloseMemHandle(ptr);
-  return cuda_ok(e) ? 0 : code(e);
+  return cuda_status(e);
 }
 
 }  // namespace mpix::device

@@ -4,34 +4,33 @@
 //
 // Every copy runs on a stream of mpix's own per device (non-blocking, so it
 // never waits for the application's default-stream work, and the
-// application's streams never wait for it). Functions return 0 or a CUDA
-// error code; error_string() names it.
+// application's streams never wait for it). Functions return a Status
+// (device/status.h): kOk, kCudaError (status_string() names the CUDA
+// failure) or, in a build without CUDA, kNoCuda.
 #ifndef MPIX_DEVICE_COPY_H
 #define MPIX_DEVICE_COPY_H
 
 #include <cstddef>
+
+#include "status.h"
 
 namespace mpix::device {
 
 // A recorded point on a copy stream; pooled, never created per chunk.
 using CopyEvent = void *;
 
-// A code of our own for "this build has no CUDA" (outside CUDA's range).
-constexpr int kErrNoCuda = 100000;
-
-const char *error_string(int err);
-
 // The device the calling thread works on (cudaGetDevice), 0 on failure.
 int current_device();
 
 // Copies n bytes (any direction, cudaMemcpyDefault) on device's copy stream
 // and waits for them.
-int copy_sync(void *dst, const void *src, std::size_t n, int device);
+Status copy_sync(void *dst, const void *src, std::size_t n, int device);
 
 // Starts the copy and records an event after it; *ev to be polled.
-int copy_async(void *dst, const void *src, std::size_t n, int device, CopyEvent *ev);
-// 1: done (event returned to the pool), 0: still running, <0: -error.
-int event_poll(CopyEvent ev);
+Status copy_async(void *dst, const void *src, std::size_t n, int device, CopyEvent *ev);
+// kOk: done; kNotReady: still running; a failure: the copy failed. The
+// event goes back to the pool unless kNotReady.
+Status event_poll(CopyEvent ev);
 // Gives back an event not polled to completion (after an error).
 void event_drop(CopyEvent ev);
 

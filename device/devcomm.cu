@@ -27,7 +27,7 @@ std::unique_ptr<DevComm> DevComm::create(const MPIX_Device_comm &h, Status *stat
     return nullptr;
   }
   if (!cuda_ok(cudaDeviceSynchronize())) return nullptr;
-  if (ipc_export(d->mailbox_, d->handle_) != 0) return nullptr;
+  if (ipc_export(d->mailbox_, d->handle_) != Status::kOk) return nullptr;
   d->h_.local = static_cast<char *>(d->mailbox_);
   d->h_.bases = static_cast<char *const *>(d->bases_dev_);
   *status = Status::kOk;
@@ -42,8 +42,9 @@ Status DevComm::connect(const unsigned char *handles) {
       continue;
     }
     void *p = nullptr;
-    if (ipc_open(handles + static_cast<std::size_t>(r) * kIpcHandleBytes, device_, &p) != 0)
-      return Status::kCudaError;
+    if (const Status st = ipc_open(handles + static_cast<std::size_t>(r) * kIpcHandleBytes, device_, &p);
+        st != Status::kOk)
+      return st;
     mapped_.push_back(p);
     bases[r] = static_cast<char *>(p);
   }

@@ -210,20 +210,19 @@ bool launch(State &s, Ring &r, std::uint64_t first) {
 }
 
 // Whether the kernel has exited (its stream idle); an error ends the ring.
-int exited(Ring &r, bool *yes) {
+Status exited(Ring &r, bool *yes) {
   const cudaError_t e = cudaStreamQuery(r.stream);
   if (e == cudaErrorNotReady) {
     (void)cudaGetLastError();
     *yes = false;
-    return 0;
+    return Status::kOk;
   }
   *yes = true;
-  if (e != cudaSuccess) {
-    (void)cudaGetLastError();
+  if (!cuda_ok(e)) {
     r.usable = false;
-    return static_cast<int>(e);
+    return Status::kCudaError;
   }
-  return 0;
+  return Status::kOk;
 }
 
 void write_descriptor(Descriptor &d, std::uint64_t seq, std::uint64_t src, std::uint64_t dst, std::uint64_t n,
@@ -250,20 +249,20 @@ void kernel_copy_configure(const KernelCopyConfig &config) {
   if (s.config.max_bytes > (std::uint64_t{1} << 30)) s.config.max_bytes = std::uint64_t{1} << 30;
 }
 
-int kernel_copy(void *dst, bool dst_host, const void *src, bool src_host, std::size_t n, int device) {
+Status kernel_copy(void *dst, bool dst_host, const void *src, bool src_host, std::size_t n, int device) {
   State &s = state();
-  if (!takes(n, src_host || dst_host)) return kKernelCopyOff;
-  if (n == 0) return 0;
+  if (!takes(n, src_host || dst_host)) return Status::kDeclined;
+  if (n == 0) return Status::kOk;
   const std::uint64_t s_addr = reinterpret_cast<std::uintptr_t>(src), d_addr = reinterpret_cast<std::uintptr_t>(dst);
-  if ((s_addr | d_addr) > kValueMask) return kKernelCopyOff;
+  if ((s_addr | d_addr) > kValueMask) return Status::kDeclined;
   std::lock_guard<std::mutex> g(s.mutex);
   Ring *r = ring_of(s, device);
-  if (r == nullptr) return kKernelCopyOff;
+  if (r == nullptr) return Status::kDeclined;
   if (r->stale) {
     // Until the launch given up on has come and gone, copies go elsewhere.
     bool gone = false;
-    if (const int e = exited(*r, &gone)) return e;
-    if (!gone) return kKernelCopyOff;
+    if (const Status e = exited(*r, &gone); e != Status::kOk) return e;
+    if (!gone) return Status::kDeclined;
     r->stale = false;
     r->running = false;
   }
@@ -285,12 +284,12 @@ int kernel_copy(void *dst, bool dst_host, const void *src, bool src_host, std::s
   const auto since = std::chrono::steady_clock::now() - r->last_done;
   if (r->running && since > std::chrono::microseconds(s.config.idle_us / 2)) {
     bool gone = false;
-    if (const int e = exited(*r, &gone)) return e;
+    if (const Status e = exited(*r, &gone); e != Status::kOk) return e;
     if (gone) r->running = false;
   }
   if (!r->running && !launch(s, *r, seq)) {
     r->usable = false;
-    return kKernelCopyOff;
+    return Status::kDeclined;
   }
   const volatile std::uint64_t *done = &r->control->done;
   const volatile std::uint64_t *started = &r->control->started;
@@ -300,15 +299,15 @@ int kernel_copy(void *dst, bool dst_host, const void *src, bool src_host, std::s
     if (*done >= seq) break;
     if ((spins & 1023) != 0) continue;
     bool gone = false;
-    if (const int e = exited(*r, &gone)) return e;
+    if (const Status e = exited(*r, &gone); e != Status::kOk) return e;
     if (gone) {
       if (*done >= seq) break;
       r->running = false;
-      if (given_up) return kKernelCopyOff;  // it started, saw the host give up, and left
+      if (given_up) return Status::kDeclined;  // it started, saw the host give up, and left
       // It left before this descriptor (idle): start it again here.
       if (!launch(s, *r, seq)) {
         r->usable = false;
-        return kKernelCopyOff;
+        return Status::kDeclined;
       }
       continue;
     }
@@ -320,7 +319,7 @@ int kernel_copy(void *dst, bool dst_host, const void *src, bool src_host, std::s
         // Not started, and it will leave without copying when it does.
         r->stale = true;
         r->running = false;
-        return kKernelCopyOff;
+        return Status::kDeclined;
       }
       // It started meanwhile: it copies, or it saw min_epoch and leaves.
     }
@@ -329,7 +328,7 @@ int kernel_copy(void *dst, bool dst_host, const void *src, bool src_host, std::s
   if (dst_host) std::memcpy(dst, staging, n);
   r->last_done = std::chrono::steady_clock::now();
   s.copies.fetch_add(1, std::memory_order_relaxed);
-  return 0;
+  return Status::kOk;
 }
 
 void kernel_copy_preload() {

@@ -27,18 +27,16 @@
 // waiting, and the kernel relaunched at that descriptor.
 //
 // Host-only interface: kernel_copy.cu implements it, kernel_copy_none.cc
-// answers kKernelCopyOff (callers fall back to copy_sync).
+// answers Status::kDeclined (callers fall back to copy_sync).
 #ifndef MPIX_DEVICE_KERNEL_COPY_H
 #define MPIX_DEVICE_KERNEL_COPY_H
 
 #include <cstddef>
 #include <cstdint>
 
-namespace mpix::device {
+#include "status.h"
 
-// kernel_copy's answer when it cannot take the copy (off, too large, no
-// GPU, or the kernel could not be started): use copy_sync instead.
-constexpr int kKernelCopyOff = 100001;
+namespace mpix::device {
 
 struct KernelCopyConfig {
   bool enabled = false;        // MPIX_GPU_KERNEL_COPY
@@ -52,8 +50,10 @@ void kernel_copy_configure(const KernelCopyConfig &config);
 // Copies n bytes on GPU `device` and waits for them. A side marked *_host
 // is any host memory (pageable too: it goes through the slot's pinned
 // staging); the other side is device memory of `device` or mapped into it.
-// 0, a CUDA error code (error_string()), or kKernelCopyOff.
-int kernel_copy(void *dst, bool dst_host, const void *src, bool src_host, std::size_t n, int device);
+// kOk, kCudaError (status_string()), or kDeclined where it cannot take the
+// copy (off, too large, no GPU, or the kernel could not be started): use
+// copy_sync instead.
+Status kernel_copy(void *dst, bool dst_host, const void *src, bool src_host, std::size_t n, int device);
 
 struct KernelCopyStats {
   std::uint64_t copies = 0;    // copies done by the resident kernel

@@ -1,11 +1,11 @@
 // Without CUDA there is no resident copy kernel: every copy is refused with
-// kKernelCopyOff (and none can be asked for: no device memory exists).
+// Status::kDeclined (and none can be asked for: no device memory exists).
 #include "kernel_copy.h"
 
 namespace mpix::device {
 
 void kernel_copy_configure(const KernelCopyConfig &) {}
-int kernel_copy(void *, bool, const void *, bool, std::size_t, int) { return kKernelCopyOff; }
+Status kernel_copy(void *, bool, const void *, bool, std::size_t, int) { return Status::kDeclined; }
 KernelCopyStats kernel_copy_stats() { return {}; }
 void kernel_copy_preload() {}
 void kernel_copy_finalize() {}

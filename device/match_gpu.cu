@@ -11,7 +11,6 @@
 
 #include <algorithm>
 
-#include "copy.h"
 #include "cuda_check.h"
 #include "device_scope.h"
 #include "match_gpu.h"
@@ -240,25 +239,25 @@ struct GpuMatchScratch::Impl {
   }
 
   template <bool kFifo>
-  int device_call(const BatchItem *a, std::uint32_t n_a, const BatchItem *r, std::uint32_t n_r,
-                  const BatchOutput &out, BatchCounts *counts, cudaStream_t s) {
+  cudaError_t device_call(const BatchItem *a, std::uint32_t n_a, const BatchItem *r, std::uint32_t n_r,
+                          const BatchOutput &out, BatchCounts *counts, cudaStream_t s) {
     if (n_a == 0 && n_r == 0) {
       *counts = BatchCounts{0, 0, 0};
-      return 0;
+      return cudaSuccess;
     }
     if (std::uint64_t{n_a} + n_r >= kGpuMatchMaxItems) return cudaErrorInvalidValue;
     DeviceScope scope(device);
     MPIX_CUDA_TRY(run<kFifo>(a, n_a, r, n_r, out, s));
     *counts = *counts_host;
-    return 0;
+    return cudaSuccess;
   }
 
   template <bool kFifo>
-  int host_call(const BatchItem *a, std::uint32_t n_a, const BatchItem *r, std::uint32_t n_r,
-                const BatchOutput &out, BatchCounts *counts) {
+  cudaError_t host_call(const BatchItem *a, std::uint32_t n_a, const BatchItem *r, std::uint32_t n_r,
+                        const BatchOutput &out, BatchCounts *counts) {
     if (n_a == 0 && n_r == 0) {
       *counts = BatchCounts{0, 0, 0};
-      return 0;
+      return cudaSuccess;
     }
     if (std::uint64_t{n_a} + n_r >= kGpuMatchMaxItems) return cudaErrorInvalidValue;
     if (device < 0 && !cuda_ok(cudaGetDevice(&device))) return cudaErrorNoDevice;
@@ -294,7 +293,7 @@ struct GpuMatchScratch::Impl {
                                     stream));
     MPIX_CUDA_TRY(cudaStreamSynchronize(stream));
     *counts = c;
-    return 0;
+    return cudaSuccess;
   }
 };
 
@@ -303,35 +302,48 @@ GpuMatchScratch::~GpuMatchScratch() = default;
 std::size_t GpuMatchScratch::bytes() const { return impl_->bytes(); }
 void GpuMatchScratch::release() { impl_ = std::make_unique<Impl>(); }
 
+namespace {
+
+// The Status a call of the matcher leaves device/ with. Failed CUDA calls
+// were checked (and CUDA's last error cleared) inside; this records the
+// text of those and of the matcher's own refusals.
+Status result(cudaError_t e) {
+  if (e == cudaSuccess) return Status::kOk;
+  note_cuda_error(cudaGetErrorString(e));
+  return Status::kCudaError;
+}
+
+}  // namespace
+
 bool gpu_match_available() {
   int n = 0;
   return cuda_ok(cudaGetDeviceCount(&n)) && n > 0;
 }
 
-int gpu_match_batch_fifo(const BatchItem *arrivals, std::uint32_t n_arrivals, const BatchItem *receives,
-                         std::uint32_t n_receives, const BatchOutput &out, BatchCounts *counts,
-                         GpuMatchScratch &scratch) {
-  return scratch.impl()->host_call<true>(arrivals, n_arrivals, receives, n_receives, out, counts);
+Status gpu_match_batch_fifo(const BatchItem *arrivals, std::uint32_t n_arrivals, const BatchItem *receives,
+                            std::uint32_t n_receives, const BatchOutput &out, BatchCounts *counts,
+                            GpuMatchScratch &scratch) {
+  return result(scratch.impl()->host_call<true>(arrivals, n_arrivals, receives, n_receives, out, counts));
 }
 
-int gpu_match_batch_unordered(const BatchItem *arrivals, std::uint32_t n_arrivals, const BatchItem *receives,
-                              std::uint32_t n_receives, const BatchOutput &out, BatchCounts *counts,
-                              GpuMatchScratch &scratch) {
-  return scratch.impl()->host_call<false>(arrivals, n_arrivals, receives, n_receives, out, counts);
+Status gpu_match_batch_unordered(const BatchItem *arrivals, std::uint32_t n_arrivals, const BatchItem *receives,
+                                 std::uint32_t n_receives, const BatchOutput &out, BatchCounts *counts,
+                                 GpuMatchScratch &scratch) {
+  return result(scratch.impl()->host_call<false>(arrivals, n_arrivals, receives, n_receives, out, counts));
 }
 
-int gpu_match_batch_fifo_device(const BatchItem *arrivals, std::uint32_t n_arrivals, const BatchItem *receives,
-                                std::uint32_t n_receives, const BatchOutput &out, BatchCounts *counts,
-                                GpuMatchScratch &scratch, void *stream) {
-  return scratch.impl()->device_call<true>(arrivals, n_arrivals, receives, n_receives, out, counts,
-                                           static_cast<cudaStream_t>(stream));
+Status gpu_match_batch_fifo_device(const BatchItem *arrivals, std::uint32_t n_arrivals, const BatchItem *receives,
+                                   std::uint32_t n_receives, const BatchOutput &out, BatchCounts *counts,
+                                   GpuMatchScratch &scratch, void *stream) {
+  return result(scratch.impl()->device_call<true>(arrivals, n_arrivals, receives, n_receives, out, counts,
+                                                  static_cast<cudaStream_t>(stream)));
 }
 
-int gpu_match_batch_unordered_device(const BatchItem *arrivals, std::uint32_t n_arrivals,
-                                     const BatchItem *receives, std::uint32_t n_receives, const BatchOutput &out,
-                                     BatchCounts *counts, GpuMatchScratch &scratch, void *stream) {
-  return scratch.impl()->device_call<false>(arrivals, n_arrivals, receives, n_receives, out, counts,
-                                            static_cast<cudaStream_t>(stream));
+Status gpu_match_batch_unordered_device(const BatchItem *arrivals, std::uint32_t n_arrivals, const BatchItem *receives,
+                                        std::uint32_t n_receives, const BatchOutput &out, BatchCounts *counts,
+                                        GpuMatchScratch &scratch, void *stream) {
+  return result(scratch.impl()->device_call<false>(arrivals, n_arrivals, receives, n_receives, out, counts,
+                                                   static_cast<cudaStream_t>(stream)));
 }
 
 }  // namespace mpix::device

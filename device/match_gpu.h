@@ -3,8 +3,8 @@
 // equal keys, nothing matched twice, unmatched indexes in input order;
 // fifo: the i-th arrival of a key pairs with the i-th receive of that key).
 // Host-only interface: match_gpu.cu implements it with CUDA, and
-// match_gpu_none.cc answers kErrNoCuda in builds without it, so that callers
-// fall back to the CPU functions.
+// match_gpu_none.cc answers Status::kNoCuda in builds without it, so that
+// callers fall back to the CPU functions.
 //
 // Algorithm (papers/000 ch. 6.3.2, with the thesis' "preprocessing" of equal
 // keys done by a sort): every key of the batch goes into an open-addressing
@@ -27,6 +27,7 @@
 #include <memory>
 
 #include "match/batch.h"
+#include "status.h"
 
 namespace mpix::device {
 
@@ -56,30 +57,29 @@ bool gpu_match_available();
 // stay below it: item numbers are 32 bits with one value reserved).
 inline constexpr std::uint32_t kGpuMatchMaxItems = 0xfffffff0u;
 
-// Host arrays in and out (out as for the CPU functions). Return 0 and fill
-// *counts, or a CUDA error code (error_string() in copy.h; kErrNoCuda in a
-// build without CUDA), in which case the caller matches on the CPU.
-int gpu_match_batch_fifo(const match::BatchItem *arrivals, std::uint32_t n_arrivals,
-                         const match::BatchItem *receives, std::uint32_t n_receives,
-                         const match::BatchOutput &out, match::BatchCounts *counts, GpuMatchScratch &scratch);
-int gpu_match_batch_unordered(const match::BatchItem *arrivals, std::uint32_t n_arrivals,
-                              const match::BatchItem *receives, std::uint32_t n_receives,
-                              const match::BatchOutput &out, match::BatchCounts *counts,
-                              GpuMatchScratch &scratch);
+// Host arrays in and out (out as for the CPU functions). Return kOk and
+// fill *counts, or a failure (kCudaError, status_string() names it; kNoCuda
+// in a build without CUDA), in which case the caller matches on the CPU.
+Status gpu_match_batch_fifo(const match::BatchItem *arrivals, std::uint32_t n_arrivals,
+                            const match::BatchItem *receives, std::uint32_t n_receives, const match::BatchOutput &out,
+                            match::BatchCounts *counts, GpuMatchScratch &scratch);
+Status gpu_match_batch_unordered(const match::BatchItem *arrivals, std::uint32_t n_arrivals,
+                                 const match::BatchItem *receives, std::uint32_t n_receives,
+                                 const match::BatchOutput &out, match::BatchCounts *counts, GpuMatchScratch &scratch);
 
 // Device-resident variants: arrivals, receives and the three arrays of out
 // are device memory; the work is queued on `stream` (a cudaStream_t, nullptr
 // for the legacy default stream) and the call returns once *counts (host
 // memory) is known, i.e. when the stream has run it. No host copies of the
 // batch: what a benchmark times here is the matching alone.
-int gpu_match_batch_fifo_device(const match::BatchItem *arrivals, std::uint32_t n_arrivals,
-                                const match::BatchItem *receives, std::uint32_t n_receives,
-                                const match::BatchOutput &out, match::BatchCounts *counts,
-                                GpuMatchScratch &scratch, void *stream);
-int gpu_match_batch_unordered_device(const match::BatchItem *arrivals, std::uint32_t n_arrivals,
-                                     const match::BatchItem *receives, std::uint32_t n_receives,
-                                     const match::BatchOutput &out, match::BatchCounts *counts,
-                                     GpuMatchScratch &scratch, void *stream);
+Status gpu_match_batch_fifo_device(const match::BatchItem *arrivals, std::uint32_t n_arrivals,
+                                   const match::BatchItem *receives, std::uint32_t n_receives,
+                                   const match::BatchOutput &out, match::BatchCounts *counts, GpuMatchScratch &scratch,
+                                   void *stream);
+Status gpu_match_batch_unordered_device(const match::BatchItem *arrivals, std::uint32_t n_arrivals,
+                                        const match::BatchItem *receives, std::uint32_t n_receives,
+                                        const match::BatchOutput &out, match::BatchCounts *counts,
+                                        GpuMatchScratch &scratch, void *stream);
 
 }  // namespace mpix::device
 

@@ -1,6 +1,5 @@
-// The GPU matcher of a build without CUDA: every call answers kErrNoCuda, so
+// The GPU matcher of a build without CUDA: every call answers kNoCuda, so
 // callers match on the CPU (match/batch.h).
-#include "copy.h"
 #include "match_gpu.h"
 
 namespace mpix::device {
@@ -14,22 +13,22 @@ void GpuMatchScratch::release() {}
 
 bool gpu_match_available() { return false; }
 
-int gpu_match_batch_fifo(const match::BatchItem *, std::uint32_t, const match::BatchItem *, std::uint32_t,
-                         const match::BatchOutput &, match::BatchCounts *, GpuMatchScratch &) {
-  return kErrNoCuda;
+Status gpu_match_batch_fifo(const match::BatchItem *, std::uint32_t, const match::BatchItem *, std::uint32_t,
+                            const match::BatchOutput &, match::BatchCounts *, GpuMatchScratch &) {
+  return Status::kNoCuda;
 }
-int gpu_match_batch_unordered(const match::BatchItem *, std::uint32_t, const match::BatchItem *, std::uint32_t,
-                              const match::BatchOutput &, match::BatchCounts *, GpuMatchScratch &) {
-  return kErrNoCuda;
+Status gpu_match_batch_unordered(const match::BatchItem *, std::uint32_t, const match::BatchItem *, std::uint32_t,
+                                 const match::BatchOutput &, match::BatchCounts *, GpuMatchScratch &) {
+  return Status::kNoCuda;
 }
-int gpu_match_batch_fifo_device(const match::BatchItem *, std::uint32_t, const match::BatchItem *, std::uint32_t,
-                                const match::BatchOutput &, match::BatchCounts *, GpuMatchScratch &, void *) {
-  return kErrNoCuda;
+Status gpu_match_batch_fifo_device(const match::BatchItem *, std::uint32_t, const match::BatchItem *, std::uint32_t,
+                                   const match::BatchOutput &, match::BatchCounts *, GpuMatchScratch &, void *) {
+  return Status::kNoCuda;
 }
-int gpu_match_batch_unordered_device(const match::BatchItem *, std::uint32_t, const match::BatchItem *,
-                                     std::uint32_t, const match::BatchOutput &, match::BatchCounts *,
-                                     GpuMatchScratch &, void *) {
-  return kErrNoCuda;
+Status gpu_match_batch_unordered_device(const match::BatchItem *, std::uint32_t, const match::BatchItem *,
+                                        std::uint32_t, const match::BatchOutput &, match::BatchCounts *,
+                                        GpuMatchScratch &, void *) {
+  return Status::kNoCuda;
 }
 
 }  // namespace mpix::device

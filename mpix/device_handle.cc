@@ -31,7 +31,9 @@ Err status_error(device::Status s) {
     case device::Status::kOk: return Err::kCount;
     case device::Status::kNoCuda: return Err::kDeviceBufferNoCuda;
     case device::Status::kNoGpu: return Err::kDeviceNoGpu;
-    case device::Status::kCudaError: break;
+    case device::Status::kCudaError:
+    case device::Status::kNotReady:  // answers of copies, not made here
+    case device::Status::kDeclined: break;
   }
   return Err::kDeviceSetup;
 }

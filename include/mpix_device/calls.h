@@ -82,17 +82,24 @@ MPIXD_HD void mpixd_send_start(const MPIX_Device_comm *h, MPIX_Device_request *r
 /* One thread's MPIX_Isend: SUCCESS with the request active. A message the
  * table and ring have room for is written before the call returns (then
  * the request is already complete); otherwise it goes out as room comes,
- * while its owner tests the request. */
-MPIXD_HD int mpixd_isend(const MPIX_Device_comm *h, const void *buf, size_t bytes, int peer, int tag,
-                         MPIX_Device_request *r) {
+ * while its owner tests the request. MPIX_Isend (ops.cuh) is this call
+ * with `warp` (mpixd_take_seq_one): the one place its arguments are
+ * checked. */
+MPIXD_HD int mpixd_isend_ex(const MPIX_Device_comm *h, const void *buf, size_t bytes, int peer, int tag,
+                            MPIX_Device_request *r, bool warp) {
   const int rc = mpixd_check(h, buf, bytes, peer, tag, r);
   if (rc != MPIX_DEVICE_SUCCESS) return rc;
   if (h->path == MPIXD_PATH_PROXY) return mpixd_proxy_post(h, MPIXD_OP_SEND, (void *)buf, bytes, peer, tag, r);
   uint32_t seq;
-  const int st = mpixd_take_seq(h, true, peer, tag, 1, &seq);
+  const int st = mpixd_take_seq_one(h, true, peer, tag, warp, &seq);
   if (st != MPIX_DEVICE_SUCCESS) return st;
   mpixd_send_start(h, r, buf, bytes, peer, tag, seq);
   return MPIX_DEVICE_SUCCESS;
+}
+
+MPIXD_HD int mpixd_isend(const MPIX_Device_comm *h, const void *buf, size_t bytes, int peer, int tag,
+                         MPIX_Device_request *r) {
+  return mpixd_isend_ex(h, buf, bytes, peer, tag, r, false);
 }
 
 MPIXD_HD void mpixd_recv_start(MPIX_Device_request *r, void *buf, size_t bytes, int peer, int tag, uint32_t seq) {
@@ -111,17 +118,23 @@ MPIXD_HD void mpixd_recv_start(MPIX_Device_request *r, void *buf, size_t bytes, 
 
 /* One thread's MPIX_Irecv: SUCCESS with the request active (the receive
  * takes its number within its key now, so MPI's order among receives of a
- * key is the order of these calls). */
-MPIXD_HD int mpixd_irecv(const MPIX_Device_comm *h, void *buf, size_t bytes, int peer, int tag,
-                         MPIX_Device_request *r) {
+ * key is the order of these calls). MPIX_Irecv (ops.cuh) is this call
+ * with `warp`, as for mpixd_isend_ex. */
+MPIXD_HD int mpixd_irecv_ex(const MPIX_Device_comm *h, void *buf, size_t bytes, int peer, int tag,
+                            MPIX_Device_request *r, bool warp) {
   const int rc = mpixd_check(h, buf, bytes, peer, tag, r);
   if (rc != MPIX_DEVICE_SUCCESS) return rc;
   if (h->path == MPIXD_PATH_PROXY) return mpixd_proxy_post(h, MPIXD_OP_RECV, buf, bytes, peer, tag, r);
   uint32_t seq;
-  const int st = mpixd_take_seq(h, false, peer, tag, 1, &seq);
+  const int st = mpixd_take_seq_one(h, false, peer, tag, warp, &seq);
   if (st != MPIX_DEVICE_SUCCESS) return st;
   mpixd_recv_start(r, buf, bytes, peer, tag, seq);
   return MPIX_DEVICE_SUCCESS;
+}
+
+MPIXD_HD int mpixd_irecv(const MPIX_Device_comm *h, void *buf, size_t bytes, int peer, int tag,
+                         MPIX_Device_request *r) {
+  return mpixd_irecv_ex(h, buf, bytes, peer, tag, r, false);
 }
 
 /* A way a receive took and left for later to free (mpixd_recv_take with

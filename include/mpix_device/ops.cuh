@@ -47,28 +47,6 @@ __device__ __forceinline__ int32_t mpixd_wait_numbered(const MPIX_Device_comm *h
  * looks for the pattern in the programs built here. */
 #define MPIXD_OF(comm) (&(comm))
 
-/* mpixd_take_seq for the lanes of a warp that call it together: lanes with
- * the same (peer, tag) take consecutive numbers, in lane order, with one
- * atomic (papers/000 Algorithm 1: one atomic per group of lanes, each lane
- * takes its rank in the group). A lane alone skips the grouping (a match
- * costs more than the arithmetic around it). */
-__device__ __forceinline__ int mpixd_take_seq_warp(const MPIX_Device_comm *h, bool send, int peer, int tag,
-                                                    uint32_t *seq) {
-  const unsigned active = __activemask();
-  unsigned lower;
-  asm("mov.u32 %0, %%lanemask_lt;" : "=r"(lower));
-  if ((active & (active - 1)) == 0) return mpixd_take_seq(h, send, peer, tag, 1, seq);
-  const unsigned group = __match_any_sync(active, mpixd_key(peer, tag));
-  const unsigned leader = __ffs(group) - 1;
-  uint32_t base = 0;
-  int rc = MPIX_DEVICE_SUCCESS;
-  if ((group & lower) == 0) rc = mpixd_take_seq(h, send, peer, tag, __popc(group), &base);
-  rc = __shfl_sync(group, rc, leader);
-  base = __shfl_sync(group, base, leader);
-  *seq = base + __popc(group & lower);
-  return rc;
-}
-
 /* Nonblocking send of `bytes` bytes to `peer` with `tag`. Returns
  * MPIX_DEVICE_SUCCESS with *req active (complete it with MPIX_Test or
  * MPIX_Wait), or an error code with nothing sent. A message the receiver's
@@ -77,15 +55,7 @@ __device__ __forceinline__ int mpixd_take_seq_warp(const MPIX_Device_comm *h, bo
  * MPIX_DEVICE_AGAIN when its queue is full (nothing was sent; retry). */
 __device__ inline int MPIX_Isend(const void *buf, size_t bytes, int peer, int tag, const MPIX_Device_comm &comm,
                                  MPIX_Device_request *req) {
-  const MPIX_Device_comm *h = MPIXD_OF(comm);
-  const int rc = mpixd_check(h, buf, bytes, peer, tag, req);
-  if (rc != MPIX_DEVICE_SUCCESS) return rc;
-  if (h->path == MPIXD_PATH_PROXY) return mpixd_isend(h, buf, bytes, peer, tag, req);
-  uint32_t seq;
-  const int st = mpixd_take_seq_warp(h, true, peer, tag, &seq);
-  if (st != MPIX_DEVICE_SUCCESS) return st;
-  mpixd_send_start(h, req, buf, bytes, peer, tag, seq);
-  return MPIX_DEVICE_SUCCESS;
+  return mpixd_isend_ex(MPIXD_OF(comm), buf, bytes, peer, tag, req, true);
 }
 
 /* Nonblocking receive of at most `bytes` bytes from `peer` with `tag` (no
@@ -94,15 +64,7 @@ __device__ inline int MPIX_Isend(const void *buf, size_t bytes, int peer, int ta
  * order). Proxy path: MPIX_DEVICE_AGAIN when its queue is full. */
 __device__ inline int MPIX_Irecv(void *buf, size_t bytes, int peer, int tag, const MPIX_Device_comm &comm,
                                  MPIX_Device_request *req) {
-  const MPIX_Device_comm *h = MPIXD_OF(comm);
-  const int rc = mpixd_check(h, buf, bytes, peer, tag, req);
-  if (rc != MPIX_DEVICE_SUCCESS) return rc;
-  if (h->path == MPIXD_PATH_PROXY) return mpixd_irecv(h, buf, bytes, peer, tag, req);
-  uint32_t seq;
-  const int st = mpixd_take_seq_warp(h, false, peer, tag, &seq);
-  if (st != MPIX_DEVICE_SUCCESS) return st;
-  mpixd_recv_start(req, buf, bytes, peer, tag, seq);
-  return MPIX_DEVICE_SUCCESS;
+  return mpixd_irecv_ex(MPIXD_OF(comm), buf, bytes, peer, tag, req, true);
 }
 
 /* MPIX_DEVICE_PENDING while not complete; then the request's final status

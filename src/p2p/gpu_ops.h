@@ -106,7 +106,8 @@ Op *adopt(std::unique_ptr<Op> op);
 
 // gpu_send.cc: forgets exported IPC handles (MPI_Finalize).
 void clear_exported();
-// gpu_recv.cc: opens a peer's allocation for the IPC cache.
+// gpu_recv.cc: opens a peer's allocation for the IPC cache: 0, or the
+// failed open's device::Status as a number (IpcCache's OpenFn convention).
 int ipc_open_key(const IpcKey &k, void **ptr);
 // gpu_send.cc / gpu_recv.cc: the eager bounce buffer, freed at finalize.
 void free_bounce_buffer();

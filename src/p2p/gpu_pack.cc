@@ -44,18 +44,25 @@ bool packable(MPI_Count count, std::size_t bytes) {
 // A copy between host memory and device memory of GPU dev, waited for:
 // small ones by the resident copy kernel (no launch, no copy-engine job),
 // the rest, or all where that kernel cannot run, by the copy engines.
-int copy_now(void *dst, bool dst_host, const void *src, bool src_host, std::size_t n, int dev) {
-  const int err = device::kernel_copy(dst, dst_host, src, src_host, n, dev);
-  return err == device::kKernelCopyOff ? device::copy_sync(dst, src, n, dev) : err;
+device::Status copy_now(void *dst, bool dst_host, const void *src, bool src_host, std::size_t n, int dev) {
+  const device::Status st = device::kernel_copy(dst, dst_host, src, src_host, n, dev);
+  return st == device::Status::kDeclined ? device::copy_sync(dst, src, n, dev) : st;
+}
+
+// An MPI code for a copy's outcome.
+int copy_result(device::Status st, const char *what) {
+  return st == device::Status::kOk ? MPI_SUCCESS : cuda_error(st, what);
 }
 
 }  // namespace
 
-int copy_to_host(void *dst, const void *src, std::size_t n, int dev) { return copy_now(dst, true, src, false, n, dev); }
+device::Status copy_to_host(void *dst, const void *src, std::size_t n, int dev) {
+  return copy_now(dst, true, src, false, n, dev);
+}
 
-int cuda_error(int err, const char *what) {
-  if (err == device::kErrNoCuda) return error_code(Err::kDeviceBufferNoCuda);
-  std::fprintf(stderr, "[mpix] GPU %s failed: %s\n", what, device::error_string(err));
+int cuda_error(device::Status st, const char *what) {
+  if (st == device::Status::kNoCuda) return error_code(Err::kDeviceBufferNoCuda);
+  std::fprintf(stderr, "[mpix] GPU %s failed: %s\n", what, device::status_string(st));
   return MPI_ERR_OTHER;
 }
 
@@ -63,15 +70,14 @@ int pack_device(const void *buf, MPI_Count count, MPI_Datatype dtype, const Layo
                 std::size_t bytes, MPI_Comm comm) {
   if (bytes == 0) return MPI_SUCCESS;
   if (l.contiguous) {
-    const int err = copy_now(out, true, byte_at(buf, l.true_lb), false, bytes, dev);
-    return err ? cuda_error(err, "copy to host") : MPI_SUCCESS;
+    return copy_result(copy_now(out, true, byte_at(buf, l.true_lb), false, bytes, dev), "copy to host");
   }
   if (!packable(count, bytes)) return MPI_ERR_COUNT;
   // A host image of the extent, packed by the MPI library as usual.
   const Extent e = extent_of(dtype, count);
   auto image = std::make_unique<char[]>(e.bytes);
-  const int err = copy_now(image.get(), true, byte_at(buf, e.lb), false, e.bytes, dev);
-  if (err) return cuda_error(err, "copy to host");
+  const int err = copy_result(copy_now(image.get(), true, byte_at(buf, e.lb), false, e.bytes, dev), "copy to host");
+  if (err != MPI_SUCCESS) return err;
   return pack_bytes(byte_at(image.get(), -e.lb), static_cast<int>(count), dtype, out, static_cast<int>(bytes), comm);
 }
 
@@ -87,8 +93,7 @@ int unpack_anywhere(const char *packed, std::size_t n, void *rbuf, MPI_Count cou
       return MPI_SUCCESS;
     }
     if (!device::compiled_with_cuda()) return error_code(Err::kDeviceBufferNoCuda);
-    const int err = copy_now(byte_at(rbuf, l.true_lb), false, packed, true, n, where.device);
-    return err ? cuda_error(err, "copy to device") : MPI_SUCCESS;
+    return copy_result(copy_now(byte_at(rbuf, l.true_lb), false, packed, true, n, where.device), "copy to device");
   }
   if (!packable(count, n)) return MPI_ERR_COUNT;
   const int elements = l.type_size > 0 ? static_cast<int>(static_cast<MPI_Count>(n) / l.type_size) : 0;
@@ -99,12 +104,11 @@ int unpack_anywhere(const char *packed, std::size_t n, void *rbuf, MPI_Count cou
   // the gaps between them must keep what the device holds.
   const Extent e = extent_of(dtype, count);
   auto image = std::make_unique<char[]>(e.bytes);
-  int err = copy_now(image.get(), true, byte_at(rbuf, e.lb), false, e.bytes, devno);
-  if (err) return cuda_error(err, "copy to host");
+  const int err = copy_result(copy_now(image.get(), true, byte_at(rbuf, e.lb), false, e.bytes, devno), "copy to host");
+  if (err != MPI_SUCCESS) return err;
   const int rc = unpack_bytes(packed, static_cast<int>(n), byte_at(image.get(), -e.lb), elements, dtype, comm);
   if (rc != MPI_SUCCESS) return rc;
-  err = copy_now(byte_at(rbuf, e.lb), false, image.get(), true, e.bytes, devno);
-  return err ? cuda_error(err, "copy to device") : MPI_SUCCESS;
+  return copy_result(copy_now(byte_at(rbuf, e.lb), false, image.get(), true, e.bytes, devno), "copy to device");
 }
 
 }  // namespace mpix::p2p

@@ -17,6 +17,7 @@
 #include <cstdint>
 
 #include "datatype.h"
+#include "device/status.h"
 
 namespace mpix::p2p {
 
@@ -25,9 +26,10 @@ inline char *byte_at(const void *buf, MPI_Aint off) {
   return reinterpret_cast<char *>(reinterpret_cast<std::intptr_t>(buf) + off);
 }
 
-// An MPI error code for a CUDA failure `err` of `what` (reported on
-// stderr); MPIX_ERR_NO_CUDA in a build without CUDA.
-int cuda_error(int err, const char *what);
+// The MPI error code for a failed device call `what` (the boundary where
+// device::Status becomes an MPI code): MPIX_ERR_NO_CUDA in a build without
+// CUDA, else MPI_ERR_OTHER with the CUDA failure reported on stderr.
+int cuda_error(device::Status st, const char *what);
 
 // Packs the `bytes` packed bytes of (buf, count, dtype), which lie on GPU
 // `dev`, into host memory `out` (l: layout_of(dtype, count)).
@@ -35,8 +37,8 @@ int pack_device(const void *buf, MPI_Count count, MPI_Datatype dtype, const Layo
                 std::size_t bytes, MPI_Comm comm);
 
 // Copies n bytes of device memory of GPU dev into host memory (any), and
-// waits: 0 or a CUDA error code.
-int copy_to_host(void *dst, const void *src, std::size_t n, int dev);
+// waits: kOk or the failure.
+device::Status copy_to_host(void *dst, const void *src, std::size_t n, int dev);
 
 // Writes n packed bytes into (rbuf, count, dtype), host or device memory.
 int unpack_anywhere(const char *packed, std::size_t n, void *rbuf, MPI_Count count, MPI_Datatype dtype,

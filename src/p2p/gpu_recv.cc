@@ -99,10 +99,10 @@ struct RecvOp final : Op, progress::Pending {
     if (finished) return;
     if (mode == kIpc) {
       if (!copying) return;
-      const int st = device::event_poll(event);
-      if (st == 0) return;
+      const device::Status st = device::event_poll(event);
+      if (st == device::Status::kNotReady) return;
       copying = false;
-      if (st < 0) status = cuda_error(-st, "IPC copy");
+      if (st != device::Status::kOk) status = cuda_error(st, "IPC copy");
       complete();
       return;
     }
@@ -112,9 +112,9 @@ struct RecvOp final : Op, progress::Pending {
       if (p.state == Piece::kLanded && p.host != nullptr && p.event == nullptr) {
         // Landed in host memory: up to the device, buffer freed after.
         const std::size_t off = plan.offset(p.index), len = plan.length(p.index);
-        const int err = device::copy_async(dst + off, p.host, len, dst_device, &p.event);
-        if (err) {
-          status = cuda_error(err, "copy to device");
+        const device::Status st = device::copy_async(dst + off, p.host, len, dst_device, &p.event);
+        if (st != device::Status::kOk) {
+          status = cuda_error(st, "copy to device");
           p.event = nullptr;
         } else {
           p.state = Piece::kCopying;
@@ -122,9 +122,9 @@ struct RecvOp final : Op, progress::Pending {
         }
       }
       if (p.state == Piece::kCopying) {
-        const int st = device::event_poll(p.event);
-        if (st == 0) continue;
-        if (st < 0) status = cuda_error(-st, "copy to device");
+        const device::Status st = device::event_poll(p.event);
+        if (st == device::Status::kNotReady) continue;
+        if (st != device::Status::kOk) status = cuda_error(st, "copy to device");
         p.state = Piece::kLanded;
       }
       if (p.state == Piece::kLanded) {
@@ -175,7 +175,10 @@ int g_open_device = 0;
 
 }  // namespace
 
-int ipc_open_key(const IpcKey &k, void **ptr) { return device::ipc_open(k.handle, g_open_device, ptr); }
+int ipc_open_key(const IpcKey &k, void **ptr) {
+  static_assert(static_cast<int>(device::Status::kOk) == 0, "0 is success for IpcCache");
+  return static_cast<int>(device::ipc_open(k.handle, g_open_device, ptr));
+}
 
 }  // namespace gpu_detail
 
@@ -312,15 +315,15 @@ bool gpu_deliver(P2PComm &c, Request *r, Message &m) {
     // Small ones by the resident kernel, at once: a copy-engine job and its
     // event cost more than the copy (device/kernel_copy.h); the rest, or
     // where it cannot run, by the copy engines.
-    int err = 0;
+    device::Status st = device::Status::kOk;
     if (n > 0) {
-      err = device::kernel_copy(to, op->packed || !op->dst_on_device, from, false, n, dev);
-      if (err == device::kKernelCopyOff) {
-        err = device::copy_async(to, from, n, dev, &op->event);
-        if (err == 0) op->copying = true;
+      st = device::kernel_copy(to, op->packed || !op->dst_on_device, from, false, n, dev);
+      if (st == device::Status::kDeclined) {
+        st = device::copy_async(to, from, n, dev, &op->event);
+        if (st == device::Status::kOk) op->copying = true;
       }
     }
-    if (err) op->status = cuda_error(err, "IPC copy");
+    if (st != device::Status::kOk) op->status = cuda_error(st, "IPC copy");
     RecvOp *raw = op.get();
     adopt(std::move(op));
     if (!raw->copying) raw->complete();

@@ -148,9 +148,9 @@ struct SendOp final : Op, progress::Pending {
     for (auto &pp : pieces) {
       Piece &p = *pp;
       if (p.state == Piece::kCopying) {
-        const int st = device::event_poll(p.event);
-        if (st == 0) continue;
-        if (st < 0) error = cuda_error(-st, "copy to host");
+        const device::Status st = device::event_poll(p.event);
+        if (st == device::Status::kNotReady) continue;
+        if (st != device::Status::kOk) error = cuda_error(st, "copy to host");
         p.state = Piece::kReady;  // sent even after an error: the receiver expects every chunk
       }
       if (p.state == Piece::kLanded) {
@@ -188,7 +188,8 @@ struct SendOp final : Op, progress::Pending {
     const char *bytes_ptr = packed.get();
     if (!packed) {
       host = std::make_unique<char[]>(bytes);
-      if (copy_to_host(host.get(), src, bytes, device) != 0) return;  // the receive's answer completes it still
+      // On failure the receive's answer completes it still.
+      if (copy_to_host(host.get(), src, bytes, device) != device::Status::kOk) return;
       bytes_ptr = host.get();
     }
     const WireHeader h{tag, progress::kGpuBuffered, bytes, data_tag, 0};
@@ -201,12 +202,12 @@ struct SendOp final : Op, progress::Pending {
     p.state = Piece::kReady;
     if (packed) return;
     const std::size_t off = plan.offset(p.index), len = plan.length(p.index);
-    const int err = device::copy_async(take_host_buffer(*g_send_slots, p, plan.chunk), src + off, len, device,
-                                       &p.event);
-    if (err) {
+    const device::Status st =
+        device::copy_async(take_host_buffer(*g_send_slots, p, plan.chunk), src + off, len, device, &p.event);
+    if (st != device::Status::kOk) {
       // Sent all the same (zeros): the receiver expects every chunk; the
       // error is reported.
-      error = cuda_error(err, "copy to host");
+      error = cuda_error(st, "copy to host");
       give_back_host_buffer(*g_send_slots, p);
       zeros.resize(plan.chunk);
       return;
@@ -221,7 +222,7 @@ std::array<unsigned char, device::kIpcHandleBytes> *exported_handle(const device
   auto it = g_exported.find(info.buffer_id);
   if (it != g_exported.end()) return &it->second;
   std::array<unsigned char, device::kIpcHandleBytes> h{};
-  if (device::ipc_export(reinterpret_cast<void *>(info.base), h.data()) != 0) return nullptr;
+  if (device::ipc_export(reinterpret_cast<void *>(info.base), h.data()) != device::Status::kOk) return nullptr;
   if (g_exported.size() >= 4096) g_exported.clear();
   return &g_exported.emplace(info.buffer_id, h).first->second;
 }

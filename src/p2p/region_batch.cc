@@ -41,7 +41,8 @@ RegionBatchView region_batch_match(const std::vector<match::BatchItem> &arrivals
   if (g_threshold > 0 && std::size_t{n_a} + n_r >= g_threshold) {
     if (s.gpu_usable < 0) s.gpu_usable = device::gpu_match_available() ? 1 : 0;
     if (s.gpu_usable == 1) {
-      on_gpu = device::gpu_match_batch_fifo(arrivals.data(), n_a, receives.data(), n_r, out, &c, s.gpu) == 0;
+      on_gpu = device::gpu_match_batch_fifo(arrivals.data(), n_a, receives.data(), n_r, out, &c, s.gpu) ==
+               device::Status::kOk;
       // A GPU that failed once (out of memory, say) is not asked again.
       if (!on_gpu) {
         ++g_stats.gpu_errors;

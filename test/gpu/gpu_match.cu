@@ -70,26 +70,28 @@ struct DeviceArray {
   DeviceArray &operator=(const DeviceArray &) = delete;
 };
 
-// The device-array variant, with inputs and outputs copied by the test.
-int run_device(bool fifo, const Batch &b, Result &res, GpuMatchScratch &gs) {
+// The device-array variant, with inputs and outputs copied by the test:
+// nullptr, or what failed.
+const char *run_device(bool fifo, const Batch &b, Result &res, GpuMatchScratch &gs) {
   const std::size_t na = b.arrivals.size(), nr = b.receives.size();
   DeviceArray<BatchItem> da(na), dr(nr);
   DeviceArray<BatchPair> dp(std::min(na, nr));
   DeviceArray<std::uint32_t> dua(na), dur(nr);
-  if (!da.p || !dr.p || !dp.p || !dua.p || !dur.p) return cudaErrorMemoryAllocation;
+  if (!da.p || !dr.p || !dp.p || !dua.p || !dur.p) return cudaGetErrorString(cudaErrorMemoryAllocation);
   cudaMemcpy(da.p, b.arrivals.data(), na * sizeof(BatchItem), cudaMemcpyHostToDevice);
   cudaMemcpy(dr.p, b.receives.data(), nr * sizeof(BatchItem), cudaMemcpyHostToDevice);
   const BatchOutput out{dp.p, dua.p, dur.p};
   const auto n_a = static_cast<std::uint32_t>(na), n_r = static_cast<std::uint32_t>(nr);
-  const int rc = fifo ? mpix::device::gpu_match_batch_fifo_device(da.p, n_a, dr.p, n_r, out, &res.counts, gs, nullptr)
-                      : mpix::device::gpu_match_batch_unordered_device(da.p, n_a, dr.p, n_r, out, &res.counts, gs,
-                                                                       nullptr);
-  if (rc != 0) return rc;
+  const mpix::device::Status rc =
+      fifo ? mpix::device::gpu_match_batch_fifo_device(da.p, n_a, dr.p, n_r, out, &res.counts, gs, nullptr)
+           : mpix::device::gpu_match_batch_unordered_device(da.p, n_a, dr.p, n_r, out, &res.counts, gs, nullptr);
+  if (rc != mpix::device::Status::kOk) return mpix::device::status_string(rc);
   res.trim();
   cudaMemcpy(res.pairs.data(), dp.p, res.pairs.size() * sizeof(BatchPair), cudaMemcpyDeviceToHost);
   cudaMemcpy(res.ua.data(), dua.p, res.ua.size() * sizeof(std::uint32_t), cudaMemcpyDeviceToHost);
   cudaMemcpy(res.ur.data(), dur.p, res.ur.size() * sizeof(std::uint32_t), cudaMemcpyDeviceToHost);
-  return cudaGetLastError();
+  const cudaError_t e = cudaGetLastError();
+  return e == cudaSuccess ? nullptr : cudaGetErrorString(e);
 }
 
 bool by_arrival(const BatchPair &x, const BatchPair &y) { return x.arrival < y.arrival; }
@@ -159,14 +161,14 @@ struct Runner {
                         : match_batch_unordered(b.arrivals.data(), na, b.receives.data(), nr, cpu.out(),
                                                 cpu_scratch);
       cpu.trim();
-      const int rc =
+      const mpix::device::Status rc =
           fifo ? mpix::device::gpu_match_batch_fifo(b.arrivals.data(), na, b.receives.data(), nr, gpu.out(),
                                                     &gpu.counts, gpu_scratch)
                : mpix::device::gpu_match_batch_unordered(b.arrivals.data(), na, b.receives.data(), nr, gpu.out(),
                                                          &gpu.counts, gpu_scratch);
       ++cases;
-      if (rc != 0) {
-        std::fprintf(stderr, "%s: GPU matcher failed: %s\n", what.c_str(), mpix::device::error_string(rc));
+      if (rc != mpix::device::Status::kOk) {
+        std::fprintf(stderr, "%s: GPU matcher failed: %s\n", what.c_str(), mpix::device::status_string(rc));
         ++g_errors;
         continue;
       }
@@ -175,9 +177,8 @@ struct Runner {
       if (with_device) {
         Result dev;
         dev.size_for(b);
-        const int drc = run_device(fifo, b, dev, device_scratch);
-        if (drc != 0) {
-          std::fprintf(stderr, "%s: device variant failed: %s\n", what.c_str(), mpix::device::error_string(drc));
+        if (const char *failed = run_device(fifo, b, dev, device_scratch)) {
+          std::fprintf(stderr, "%s: device variant failed: %s\n", what.c_str(), failed);
           ++g_errors;
         } else {
           same_results(what, gpu, dev);

@@ -1,6 +1,9 @@
 /* A program that uses mpix the way an outside project would: through the
- * installed header and library, found by pkg-config or CMake. */
+ * installed header and library, found by pkg-config or CMake. The device
+ * header is included too (as a host program may, for MPIX_Device_comm):
+ * it compiles only if every header of include/mpix_device was installed. */
 #include <mpix.h>
+#include <mpix_device.h>
 #include <stdio.h>
 
 int main(int argc, char **argv) {
