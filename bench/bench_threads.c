@@ -161,6 +161,9 @@ int main(int argc, char **argv) {
         if (out)
           fprintf(out, "%s,%s,%d,%d,%d,%.0f,%.0f,%.0f\n", label, m, threads, window, iters, med, rate[0],
                   rate[samples - 1]);
+        /* Each row at once: a run cut by a time limit keeps what it measured. */
+        fflush(stdout);
+        if (out) fflush(out);
       }
     }
     free(tl);

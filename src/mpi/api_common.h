@@ -72,8 +72,8 @@ inline int check_recv_args(const P2PComm &c, const void *buf, int count, MPI_Dat
 
 // Raises the wildcard error for a receive/probe pattern, if any; else 0.
 inline int check_pattern(MPI_Comm comm, const P2PComm &c, int source, int tag, const char *func) {
-  const int e = c.check_pattern(source, tag);
-  return e < 0 ? MPI_SUCCESS : raise_error(comm, static_cast<Err>(e), func);
+  const std::optional<Err> e = c.check_pattern(source, tag);
+  return e ? raise_error(comm, *e, func) : MPI_SUCCESS;
 }
 
 }  // namespace mpix::p2p

@@ -434,13 +434,13 @@ void P2PComm::region_queue_receive(const match::BatchItem &item) {
   r->match_handle = res.handle;  // r->queued stays set
 }
 
-int P2PComm::check_pattern(int source, int tag) const {
-  if (source != MPI_ANY_SOURCE && tag != MPI_ANY_TAG) return -1;
+std::optional<Err> P2PComm::check_pattern(int source, int tag) const {
+  if (source != MPI_ANY_SOURCE && tag != MPI_ANY_TAG) return std::nullopt;
   const bool region = handled_ && region_open();
   const Hints h = hints();
-  if (source == MPI_ANY_SOURCE && (h.no_any_source || region)) return static_cast<int>(Err::kWildcardSource);
-  if (tag == MPI_ANY_TAG && (h.no_any_tag || region)) return static_cast<int>(Err::kWildcardTag);
-  return -1;
+  if (source == MPI_ANY_SOURCE && (h.no_any_source || region)) return Err::kWildcardSource;
+  if (tag == MPI_ANY_TAG && (h.no_any_tag || region)) return Err::kWildcardTag;
+  return std::nullopt;
 }
 
 std::uint64_t P2PComm::capacity_bytes(const Request *r) const {

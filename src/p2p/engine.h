@@ -12,6 +12,7 @@
 #include <deque>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <unordered_map>
 #include <vector>
 
@@ -21,6 +22,7 @@
 #include "progress/inflight.h"
 #include "request.h"
 #include "src/comm_table.h"
+#include "src/errors.h"
 
 namespace mpix::p2p {
 
@@ -132,9 +134,9 @@ class P2PComm final : public CommState, public progress::ArrivalSink, public std
   // receive of the region and none in the matcher wait for receives.
   int region_progress();
 
-  // Errors a receive/probe pattern raises on this communicator (wildcards
-  // asserted away or inside a region), as an Err index; -1 when fine.
-  int check_pattern(int source, int tag) const;
+  // The error a receive/probe pattern raises on this communicator (wildcards
+  // asserted away or inside a region); none when fine.
+  std::optional<Err> check_pattern(int source, int tag) const;
 
   // ---- sends (handled communicators) ----
   // Blocking: returns when the send buffer may be reused (and, for kSync,
