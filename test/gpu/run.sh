@@ -182,6 +182,8 @@ memcheck_two_ranks() {
   san2 dev_reuse DEV_REUSE_ONLY=$only DEV_REUSE_HOST_N=500 compute-sanitizer --tool memcheck --error-exitcode 9 test/gpu/dev_reuse
   san2 dev_reuse_proxy MPIX_DEVICE_PATH=proxy DEV_REUSE_ONLY=${only:-device} compute-sanitizer --tool memcheck --error-exitcode 9 test/gpu/dev_reuse
   san2 p2p_native compute-sanitizer --tool memcheck --error-exitcode 9 --target-processes all env LD_PRELOAD="$lib" test/gpu/p2p_native
+  # The resident copy kernel (issue 25) and its descriptors in pinned memory.
+  san2 p2p_kernel_copy compute-sanitizer --tool memcheck --error-exitcode 9 test/gpu/p2p_kernel_copy
 }
 
 if has_stage tests || has_stage gpu-tests; then
