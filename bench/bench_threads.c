@@ -91,11 +91,6 @@ static double one_sample(MPI_Comm comm, int threads, int check) {
   return MPI_Wtime() - t0;
 }
 
-static int cmp(const void *a, const void *b) {
-  const double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
-
 int main(int argc, char **argv) {
   int provided = 0;
   MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
@@ -154,8 +149,7 @@ int main(int argc, char **argv) {
         rate[s] = (double)threads * window * iters / secs;
       }
       if (region) close_region(comm);
-      qsort(rate, (size_t)samples, sizeof rate[0], cmp);
-      const double med = samples % 2 ? rate[samples / 2] : (rate[samples / 2 - 1] + rate[samples / 2]) / 2;
+      const double med = median(rate, samples); /* sorts: rate[0] is the minimum */
       if (rank == 1) {
         printf("%-8s %7d %14.0f %14.0f %14.0f\n", m, threads, med, rate[0], rate[samples - 1]);
         if (out)

@@ -520,6 +520,11 @@ void P2PComm::deliver(Request *r, Message &m) {
   r->finish(m.source, m.tag, rc, static_cast<MPI_Count>(n));
 }
 
+void P2PComm::report_read_failure(std::size_t bytes, int source, std::int32_t pid, int err) {
+  std::fprintf(stderr, "[mpix] single-copy read of %zu bytes from rank %d (process %d) failed: %s\n", bytes, source,
+               static_cast<int>(pid), std::strerror(err));
+}
+
 void P2PComm::deliver_single_copy(Request *r, Message &m) {
   progress::SingleCopyRts d{};
   std::memcpy(&d, m.payload, sizeof d);  // decoded in arrived()
@@ -544,8 +549,7 @@ void P2PComm::deliver_single_copy(Request *r, Message &m) {
                         ? (std::memcpy(into, reinterpret_cast<const void *>(static_cast<std::uintptr_t>(d.addr)), n), 0)
                         : progress::single_copy_read(d.pid, d.addr, into, n);
     if (err != 0) {
-      std::fprintf(stderr, "[mpix] single-copy read of %zu bytes from rank %d (process %d) failed: %s\n", n,
-                   m.source, static_cast<int>(d.pid), std::strerror(err));
+      report_read_failure(n, m.source, d.pid, err);
       rc = MPI_ERR_OTHER;
     } else if (!direct) {
       const int u = unpack_anywhere(staged.get(), n, r->rbuf, r->count, r->dtype, ctrl_);

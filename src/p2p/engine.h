@@ -214,6 +214,9 @@ class P2PComm final : public CommState, public progress::ArrivalSink, public std
                             int tag, SendMode mode, Request *r, std::unique_lock<std::mutex> *lock, int *rc);
   // Receiver: reads a kSingleCopy message into r, then acknowledges it.
   void deliver_single_copy(Request *r, Message &m);
+  // The stderr line of a failed single-copy read (the receive then returns
+  // MPI_ERR_OTHER).
+  static void report_read_failure(std::size_t bytes, int source, std::int32_t pid, int err);
 
   // ---- split single-copy transfers (split_copy.cc) ----
   // A large single-copy message is copied by both processes: the receiver,

@@ -135,8 +135,7 @@ void P2PComm::split_read_own(std::uint32_t ask) {
     w.peer_done = true;
   }
   if (err != 0) {
-    std::fprintf(stderr, "[mpix] single-copy read of %zu bytes from rank %d (process %d) failed: %s\n", w.bytes,
-                 w.source, static_cast<int>(w.pid), std::strerror(err));
+    report_read_failure(w.bytes, w.source, w.pid, err);
     w.error = MPI_ERR_OTHER;
   }
   if (w.peer_done) split_complete(ask);  // else the sender is writing: its kSplitDone completes it
