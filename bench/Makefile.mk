@@ -74,7 +74,7 @@ endif
 # (what the small-message device path is built from). No MPI.
 if HAVE_CUDA
 noinst_PROGRAMS += bench/bench_gpu_copy
-bench_bench_gpu_copy_SOURCES = bench/bench_gpu_copy.cu bench/kernel_copy_in.cu
+bench_bench_gpu_copy_SOURCES = bench/bench_gpu_copy.cu bench/kernel_copy_in.cu bench/copy_in.cu
 bench_bench_gpu_copy_LDADD = $(CUDA_LIBS)
 bench_bench_gpu_copy_LINK = $(CXX) $(AM_CXXFLAGS) $(CXXFLAGS) $(LDFLAGS) -o $@
 endif

@@ -22,6 +22,11 @@ using kcopy::kSlots;
 using kcopy::kValueMask;
 using kcopy::lap_tag;
 constexpr unsigned kThreads = 256;
+// Descriptors read per round trip (eight threads each), and the largest
+// copy one warp makes alone when several are taken at once.
+constexpr unsigned kLook = 16;
+constexpr std::uint32_t kWarpMax = 2048;
+static_assert(kLook * 8 <= kThreads && kLook < kSlots, "one round's readers are threads of the block");
 
 // Where the kernel reads and writes in host memory.
 struct alignas(64) Control {
@@ -38,20 +43,21 @@ __device__ inline std::uint64_t now_ns() {
   return t;
 }
 
-// The block copies n bytes. Loads bypass L1 (ld.global.cv): the kernel
-// lives across many copies, and a source the application rewrote since the
-// last one (or a staging slot the host refilled) must be read again.
-__device__ void block_copy(char *dst, const char *src, std::uint32_t n) {
+// Threads [tid, tid + step, ...) of the caller's group copy n bytes. Loads
+// bypass L1 (ld.global.cv): the kernel lives across many copies, and a
+// source the application rewrote since the last one (or a staging slot the
+// host refilled) must be read again.
+__device__ void group_copy(char *dst, const char *src, std::uint32_t n, unsigned tid, unsigned step) {
   const std::uintptr_t a = reinterpret_cast<std::uintptr_t>(dst) | reinterpret_cast<std::uintptr_t>(src);
   std::uint32_t done = 0;
   if ((a & 15) == 0) {
     // Four loads in flight per thread before their stores (which the
     // compiler may not move above later loads: dst might alias src), so a
     // round trip to peer or host memory moves 16 KiB, not 4.
-    const std::uint32_t m = n / 16, b = blockDim.x;
+    const std::uint32_t m = n / 16, b = step;
     const uint4 *from = reinterpret_cast<const uint4 *>(src);
     uint4 *to = reinterpret_cast<uint4 *>(dst);
-    std::uint32_t i = threadIdx.x;
+    std::uint32_t i = tid;
     for (; i + 3 * b < m; i += 4 * b) {
       const uint4 x0 = __ldcv(from + i), x1 = __ldcv(from + i + b), x2 = __ldcv(from + i + 2 * b),
                   x3 = __ldcv(from + i + 3 * b);
@@ -64,24 +70,40 @@ __device__ void block_copy(char *dst, const char *src, std::uint32_t n) {
     done = m * 16;
   } else if ((a & 7) == 0) {
     const std::uint32_t m = n / 8;
-    for (std::uint32_t i = threadIdx.x; i < m; i += blockDim.x)
+    for (std::uint32_t i = tid; i < m; i += step)
       reinterpret_cast<unsigned long long *>(dst)[i] = __ldcv(reinterpret_cast<const unsigned long long *>(src) + i);
     done = m * 8;
   }
-  for (std::uint32_t i = done + threadIdx.x; i < n; i += blockDim.x)
+  for (std::uint32_t i = done + tid; i < n; i += step)
     dst[i] = static_cast<char>(__ldcv(reinterpret_cast<const signed char *>(src) + i));
 }
 
-// One thread block. Lanes 0-7 of warp 0 read the next descriptor's eight
-// words in one PCIe round trip, again and again; when every tag is the
-// expected lap's, the block copies, then thread 0 writes the descriptor's
-// number to host memory. (Keeping several reads of the slot in flight,
-// staggered, measured slower on H100: 7.3 against 4.9 us a copy.)
+// One descriptor's copy (its tag-stripped words) by a group of threads.
+__device__ void run_descriptor(const std::uint64_t *words, unsigned tid, unsigned step) {
+  char *dst = reinterpret_cast<char *>(words[1]);
+  const std::uint32_t n = static_cast<std::uint32_t>(words[2]);
+  if (words[2] & kInlineFlag) {
+    for (std::uint32_t i = tid; i < n; i += step) dst[i] = static_cast<char>(kcopy::inline_byte(words, i));
+  } else {
+    group_copy(dst, reinterpret_cast<const char *>(words[0]), n, tid, step);
+  }
+}
+
+// One thread block. Each round, threads 0-127 read the next kLook
+// descriptors' words (eight threads a descriptor, one PCIe round trip for
+// all); the leading run of complete ones (every tag the expected lap's) is
+// taken at once: those up to kWarpMax bytes a warp each, in parallel, the
+// larger ones by the whole block, then thread 0 writes the number of the
+// last one to host memory. So a window of messages whose descriptors the
+// host wrote together costs one pickup and one signal, not one each (the
+// first version read one slot per round trip and did 0.2 M copies/s).
 __global__ void copy_kernel(const Descriptor *ring, Control *control, std::uint64_t seq, std::uint64_t idle_ns,
                             std::uint64_t epoch) {
-  __shared__ std::uint64_t words[8];
-  __shared__ int state;  // 0: nothing yet, 1: a descriptor, 2: exit
-  // A launch that started too late (the host gave its copy to the copy
+  __shared__ std::uint64_t words[kLook][8];
+  __shared__ bool ready[kLook];
+  __shared__ int state;     // 0: nothing yet, 1: descriptors to run, 2: exit
+  __shared__ unsigned take;  // state 1: how many
+  // A launch that started too late (the host gave its copies to the copy
   // engines meanwhile) must not copy: say it started, then look whether
   // the host gave up on it (each side writes, fences, then reads the
   // other's word, so at least one of them sees the other).
@@ -93,40 +115,53 @@ __global__ void copy_kernel(const Descriptor *ring, Control *control, std::uint6
   __syncthreads();
   if (state == 2) return;
   __syncthreads();
+  const unsigned warp = threadIdx.x / 32, lane = threadIdx.x % 32, warps = blockDim.x / 32;
   std::uint64_t last_work = now_ns();
   for (;;) {
-    if (threadIdx.x < 8) {
-      const volatile std::uint64_t *w = ring[seq % kSlots].word;
-      const std::uint64_t v = w[threadIdx.x];
-      const std::uint64_t stop = threadIdx.x == 0 ? *reinterpret_cast<volatile std::uint64_t *>(&control->stop) : 0;
-      const unsigned all = __ballot_sync(0xffu, kcopy::word_current(v, seq));
-      words[threadIdx.x] = v & kValueMask;
-      if (threadIdx.x == 0) {
-        if (all == 0xffu) state = 1;
-        else if (stop != 0 || now_ns() - last_work > idle_ns) state = 2;
-        else state = 0;
-      }
+    if (threadIdx.x < kLook * 8) {
+      const unsigned d = threadIdx.x / 8, w = threadIdx.x % 8;
+      const volatile std::uint64_t *p = ring[(seq + d) % kSlots].word;
+      const std::uint64_t v = p[w];
+      const unsigned all = __ballot_sync(0xffffffffu, kcopy::word_current(v, seq + d));
+      words[d][w] = v & kValueMask;
+      if (w == 0) ready[d] = ((all >> (lane & ~7u)) & 0xffu) == 0xffu;
+    }
+    __syncthreads();
+    if (threadIdx.x == 0) {
+      const std::uint64_t stop = *reinterpret_cast<volatile std::uint64_t *>(&control->stop);
+      unsigned k = 0;
+      while (k < kLook && ready[k]) ++k;
+      take = k;
+      if (k > 0) state = 1;
+      else if (stop != 0 || now_ns() - last_work > idle_ns) state = 2;
+      else state = 0;
     }
     __syncthreads();
     const int s = state;
     if (s == 2) return;
     if (s == 1) {
-      char *dst = reinterpret_cast<char *>(words[1]);
-      const std::uint32_t n = static_cast<std::uint32_t>(words[2]);
-      if (words[2] & kInlineFlag) {
-        for (std::uint32_t i = threadIdx.x; i < n; i += blockDim.x) dst[i] = static_cast<char>(kcopy::inline_byte(words, i));
-      } else {
-        block_copy(dst, reinterpret_cast<const char *>(words[0]), n);
-      }
+      const unsigned k = take;
+      for (unsigned d = warp; d < k; d += warps)
+        if (static_cast<std::uint32_t>(words[d][2]) <= kWarpMax) run_descriptor(words[d], lane, 32);
+      for (unsigned d = 0; d < k; ++d)
+        if (static_cast<std::uint32_t>(words[d][2]) > kWarpMax) run_descriptor(words[d], threadIdx.x, blockDim.x);
       __threadfence_system();
       __syncthreads();
-      if (threadIdx.x == 0) *reinterpret_cast<volatile std::uint64_t *>(&control->done) = seq;
-      ++seq;
+      if (threadIdx.x == 0) *reinterpret_cast<volatile std::uint64_t *>(&control->done) = seq + k - 1;
+      seq += k;
       last_work = now_ns();
     }
-    __syncthreads();  // `words` and `state` are rewritten next round
+    __syncthreads();  // `words`, `ready` and `state` are rewritten next round
   }
 }
+
+// A descriptor as the host wrote it, for the copy engines to run should
+// the kernel not start (Ring::host_done).
+struct Job {
+  std::uint64_t src = 0, dst = 0, n = 0;
+  bool inline_payload = false;
+  unsigned char bytes[kcopy::kInlineBytes] = {};
+};
 
 // One GPU's kernel, ring and staging.
 struct Ring {
@@ -136,14 +171,35 @@ struct Ring {
   Descriptor *ring = nullptr;  // pinned: ring, control, staging in one allocation
   Control *control = nullptr;
   char *staging = nullptr;
-  std::uint64_t next = 1;  // sequence number of the next descriptor
+  std::uint64_t next = 1;       // sequence number of the next descriptor
+  // Descriptors up to this one the host ran instead (copy engines); read
+  // without the lock by kernel_copy_test's fast path.
+  std::atomic<std::uint64_t> host_done{0};
+  Job jobs[kSlots];
   bool running = false;
   std::uint64_t epoch = 0;  // of the last launch
+  bool given_up = false;    // the last launch was slow to start: min_epoch raised
   bool stale = false;       // a launch given up on may still sit in the stream
-  std::chrono::steady_clock::time_point last_done{}, launched{};
+  std::chrono::steady_clock::time_point launched{}, last_tend{};
+  // When a copy was last seen done (steady_clock nanoseconds; written
+  // without the lock too): a kernel idle longer may have exited.
+  std::atomic<std::int64_t> last_done_ns{0};
+
+  std::uint64_t done() const {
+    const std::uint64_t k = *reinterpret_cast<const volatile std::uint64_t *>(&control->done);
+    const std::uint64_t h = host_done.load(std::memory_order_acquire);
+    return k > h ? k : h;
+  }
+  void saw_done() {
+    last_done_ns.store(std::chrono::steady_clock::now().time_since_epoch().count(), std::memory_order_relaxed);
+  }
+  std::chrono::nanoseconds since_done() const {
+    return std::chrono::nanoseconds(std::chrono::steady_clock::now().time_since_epoch().count() -
+                                    last_done_ns.load(std::memory_order_relaxed));
+  }
 };
 
-// How long a launch may take to start before its copy goes to the copy
+// How long a launch may take to start before its copies go to the copy
 // engines: the application's kernels may hold every SM (a persistent kernel
 // waiting for this very message through the device proxy), and the copy
 // engines need none.
@@ -204,6 +260,7 @@ bool launch(State &s, Ring &r, std::uint64_t first) {
   if (!cuda_ok(cudaGetLastError())) return false;
   ++r.epoch;
   r.running = true;
+  r.given_up = false;
   r.launched = std::chrono::steady_clock::now();
   s.launches.fetch_add(1, std::memory_order_relaxed);
   return true;
@@ -240,6 +297,122 @@ bool takes(std::size_t n, bool host_side) {
   return c.enabled && n <= (host_side ? c.max_bytes : c.device_max) && n < (std::size_t{1} << 32);
 }
 
+// The descriptors the kernel has not run, run by the copy engines instead:
+// its launch never started (the SMs are the application's), and it will
+// leave without copying when it does (min_epoch).
+Status run_on_host(Ring &r) {
+  for (std::uint64_t q = r.done() + 1; q < r.next; ++q) {
+    const Job &j = r.jobs[q % kSlots];
+    const void *src = j.inline_payload ? static_cast<const void *>(j.bytes) : reinterpret_cast<const void *>(j.src);
+    const Status st = copy_sync(reinterpret_cast<void *>(j.dst), src, j.n, r.device);
+    if (st != Status::kOk) {
+      r.usable = false;
+      return st;
+    }
+  }
+  r.host_done.store(r.next - 1, std::memory_order_release);
+  return Status::kOk;
+}
+
+// One look after the kernel while descriptors wait: started again after an
+// idle exit, given up on (its descriptors run by the copy engines) when a
+// launch does not start within kStartTimeout.
+Status tend(State &s, Ring &r) {
+  if (r.done() + 1 >= r.next) return Status::kOk;
+  bool gone = false;
+  if (const Status e = exited(r, &gone); e != Status::kOk) return e;
+  if (gone) {
+    r.running = false;
+    if (r.done() + 1 >= r.next) return Status::kOk;
+    // It left (idle, or at its start because the host had given up on it)
+    // before these descriptors: start it again at the first of them.
+    if (!launch(s, r, r.done() + 1)) {
+      r.usable = false;
+      return run_on_host(r);
+    }
+    return Status::kOk;
+  }
+  const volatile std::uint64_t *started = &r.control->started;
+  if (!r.given_up && *started != r.epoch && std::chrono::steady_clock::now() - r.launched > kStartTimeout) {
+    *reinterpret_cast<volatile std::uint64_t *>(&r.control->min_epoch) = r.epoch + 1;
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    r.given_up = true;
+    if (*started != r.epoch) {
+      // Not started, and it will leave without copying when it does.
+      r.stale = true;
+      r.running = false;
+      return run_on_host(r);
+    }
+    // It started meanwhile: it copies, or it saw min_epoch and leaves
+    // (then the next look starts it again).
+  }
+  return Status::kOk;
+}
+
+// Writes descriptor for a copy and makes sure a kernel will run it;
+// *ticket is its number (kernel_copy_test). kDeclined: the ring is full,
+// or a launch given up on has not left yet: copy elsewhere.
+Status post_locked(State &s, Ring &r, void *dst, bool dst_host, const void *src, bool src_host, std::size_t n,
+                   std::uint64_t *ticket) {
+  if (r.stale) {
+    // Until the launch given up on has come and gone, copies go elsewhere.
+    bool gone = false;
+    if (const Status e = exited(r, &gone); e != Status::kOk) return e;
+    if (!gone) return Status::kDeclined;
+    r.stale = false;
+    r.running = false;
+  }
+  const std::uint64_t seq = r.next;
+  if (seq - r.done() >= kSlots) return Status::kDeclined;  // its slot's last use is not done
+  const unsigned slot = static_cast<unsigned>(seq % kSlots);
+  char *staging = r.staging + staging_bytes(s.config) * slot;
+  const bool inline_payload = src_host && n <= kcopy::kInlineBytes && !dst_host;
+  std::uint64_t from = reinterpret_cast<std::uintptr_t>(src), to = reinterpret_cast<std::uintptr_t>(dst);
+  if (src_host && !inline_payload) {
+    std::memcpy(staging, src, n);
+    from = reinterpret_cast<std::uintptr_t>(staging);
+  }
+  if (dst_host) to = reinterpret_cast<std::uintptr_t>(staging);
+  Job &j = r.jobs[slot];
+  j.src = from;
+  j.dst = to;
+  j.n = n;
+  j.inline_payload = inline_payload;
+  if (inline_payload) std::memcpy(j.bytes, src, n);
+  write_descriptor(r.ring[slot], seq, from, to, n, inline_payload ? static_cast<const unsigned char *>(src) : nullptr);
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  ++r.next;
+  *ticket = seq;
+
+  // A kernel idle for a while may have exited: look before relying on it.
+  if (r.running && r.since_done() > std::chrono::microseconds(s.config.idle_us / 2)) {
+    bool gone = false;
+    if (const Status e = exited(r, &gone); e != Status::kOk) return e;
+    if (gone) r.running = false;
+  }
+  if (!r.running && !launch(s, r, r.done() + 1)) {
+    r.usable = false;
+    return run_on_host(r);
+  }
+  return Status::kOk;
+}
+
+// Spins until descriptor `ticket` is done (the engine lock's holder waits
+// for one small copy: microseconds).
+Status wait_locked(State &s, Ring &r, std::uint64_t ticket) {
+  for (unsigned spins = 1; r.done() < ticket; ++spins) {
+    if ((spins & 1023) != 0) continue;
+    if (const Status e = tend(s, r); e != Status::kOk) return e;
+  }
+  std::atomic_thread_fence(std::memory_order_acquire);
+  r.saw_done();
+  return Status::kOk;
+}
+
+bool addresses_fit(const void *a, const void *b) {
+  return (reinterpret_cast<std::uintptr_t>(a) | reinterpret_cast<std::uintptr_t>(b)) <= kValueMask;
+}
+
 }  // namespace
 
 void kernel_copy_configure(const KernelCopyConfig &config) {
@@ -253,82 +426,66 @@ Status kernel_copy(void *dst, bool dst_host, const void *src, bool src_host, std
   State &s = state();
   if (!takes(n, src_host || dst_host)) return Status::kDeclined;
   if (n == 0) return Status::kOk;
-  const std::uint64_t s_addr = reinterpret_cast<std::uintptr_t>(src), d_addr = reinterpret_cast<std::uintptr_t>(dst);
-  if ((s_addr | d_addr) > kValueMask) return Status::kDeclined;
+  if (!addresses_fit(src, dst)) return Status::kDeclined;
   std::lock_guard<std::mutex> g(s.mutex);
   Ring *r = ring_of(s, device);
   if (r == nullptr) return Status::kDeclined;
-  if (r->stale) {
-    // Until the launch given up on has come and gone, copies go elsewhere.
-    bool gone = false;
-    if (const Status e = exited(*r, &gone); e != Status::kOk) return e;
-    if (!gone) return Status::kDeclined;
-    r->stale = false;
-    r->running = false;
-  }
-  const std::uint64_t seq = r->next;
-  const unsigned slot = static_cast<unsigned>(seq % kSlots);
-  char *staging = r->staging + staging_bytes(s.config) * slot;
-  const bool inline_payload = src_host && n <= kcopy::kInlineBytes && !dst_host;
-  std::uint64_t from = s_addr, to = d_addr;
-  if (src_host && !inline_payload) {
-    std::memcpy(staging, src, n);
-    from = reinterpret_cast<std::uintptr_t>(staging);
-  }
-  if (dst_host) to = reinterpret_cast<std::uintptr_t>(staging);
-  write_descriptor(r->ring[slot], seq, from, to, n, inline_payload ? static_cast<const unsigned char *>(src) : nullptr);
-  std::atomic_thread_fence(std::memory_order_seq_cst);
-  ++r->next;
-
-  // A kernel idle for a while may have exited: look before waiting on it.
-  const auto since = std::chrono::steady_clock::now() - r->last_done;
-  if (r->running && since > std::chrono::microseconds(s.config.idle_us / 2)) {
-    bool gone = false;
-    if (const Status e = exited(*r, &gone); e != Status::kOk) return e;
-    if (gone) r->running = false;
-  }
-  if (!r->running && !launch(s, *r, seq)) {
-    r->usable = false;
-    return Status::kDeclined;
-  }
-  const volatile std::uint64_t *done = &r->control->done;
-  const volatile std::uint64_t *started = &r->control->started;
-  volatile std::uint64_t *min_epoch = &r->control->min_epoch;
-  bool given_up = false;
-  for (unsigned spins = 1;; ++spins) {
-    if (*done >= seq) break;
-    if ((spins & 1023) != 0) continue;
-    bool gone = false;
-    if (const Status e = exited(*r, &gone); e != Status::kOk) return e;
-    if (gone) {
-      if (*done >= seq) break;
-      r->running = false;
-      if (given_up) return Status::kDeclined;  // it started, saw the host give up, and left
-      // It left before this descriptor (idle): start it again here.
-      if (!launch(s, *r, seq)) {
-        r->usable = false;
-        return Status::kDeclined;
-      }
-      continue;
-    }
-    if (!given_up && *started != r->epoch && std::chrono::steady_clock::now() - r->launched > kStartTimeout) {
-      *min_epoch = r->epoch + 1;
-      std::atomic_thread_fence(std::memory_order_seq_cst);
-      given_up = true;
-      if (*started != r->epoch) {
-        // Not started, and it will leave without copying when it does.
-        r->stale = true;
-        r->running = false;
-        return Status::kDeclined;
-      }
-      // It started meanwhile: it copies, or it saw min_epoch and leaves.
-    }
-  }
-  std::atomic_thread_fence(std::memory_order_acquire);
-  if (dst_host) std::memcpy(dst, staging, n);
-  r->last_done = std::chrono::steady_clock::now();
+  std::uint64_t ticket = 0;
+  if (const Status st = post_locked(s, *r, dst, dst_host, src, src_host, n, &ticket); st != Status::kOk) return st;
+  if (const Status st = wait_locked(s, *r, ticket); st != Status::kOk) return st;
+  if (dst_host) std::memcpy(dst, r->staging + staging_bytes(s.config) * (ticket % kSlots), n);
   s.copies.fetch_add(1, std::memory_order_relaxed);
   return Status::kOk;
+}
+
+Status kernel_copy_post(void *dst, const void *src, bool src_host, std::size_t n, int device, KernelCopyTicket *t) {
+  State &s = state();
+  if (!takes(n, src_host)) return Status::kDeclined;
+  t->ring = nullptr;
+  t->seq = 0;
+  if (n == 0) return Status::kOk;
+  if (!addresses_fit(src, dst)) return Status::kDeclined;
+  std::lock_guard<std::mutex> g(s.mutex);
+  Ring *r = ring_of(s, device);
+  if (r == nullptr) return Status::kDeclined;
+  const Status st = post_locked(s, *r, dst, false, src, src_host, n, &t->seq);
+  if (st == Status::kOk) {
+    t->ring = r;
+    s.copies.fetch_add(1, std::memory_order_relaxed);
+  }
+  return st;
+}
+
+Status kernel_copy_test(const KernelCopyTicket &t) {
+  if (t.seq == 0) return Status::kOk;
+  // Without the lock first: a receiver with a window of copies in flight
+  // tests each of them at every progress step.
+  Ring *r = static_cast<Ring *>(t.ring);
+  if (r == nullptr) return Status::kCudaError;
+  if (r->done() >= t.seq) {
+    std::atomic_thread_fence(std::memory_order_acquire);
+    r->saw_done();
+    return Status::kOk;
+  }
+  State &s = state();
+  std::lock_guard<std::mutex> g(s.mutex);
+  if (r->done() >= t.seq) {
+    std::atomic_thread_fence(std::memory_order_acquire);
+    r->saw_done();
+    return Status::kOk;
+  }
+  if (!r->usable) return Status::kCudaError;
+  // Looking after the kernel queries its stream (a driver call): at most
+  // every 20 us, not at every test.
+  const auto now = std::chrono::steady_clock::now();
+  if (now - r->last_tend < std::chrono::microseconds(20)) return Status::kNotReady;
+  r->last_tend = now;
+  if (const Status e = tend(s, *r); e != Status::kOk) return e;
+  if (r->done() >= t.seq) {
+    std::atomic_thread_fence(std::memory_order_acquire);
+    return Status::kOk;
+  }
+  return Status::kNotReady;
 }
 
 void kernel_copy_preload() {

@@ -17,8 +17,11 @@
 // being written shows a mix of tags and is read again). Payloads up to
 // 35 bytes ride in the descriptor, 7 bytes per word (kernel_copy_desc.h);
 // larger host sources are copied into the slot's pinned staging first.
-// The kernel handles descriptors in sequence order and writes the number
-// of the last one done; the host holds one in flight at a time.
+// The kernel handles descriptors in sequence order, reads the next 16 in
+// one round trip, takes the complete ones in a row together, and writes the
+// number of the last one done; the host may have up to 63 in flight
+// (kernel_copy_post), and waits for one (kernel_copy) for copies whose
+// result it must read out of the staging.
 //
 // The kernel exits after MPIX_GPU_KERNEL_COPY_IDLE_US without work (so an
 // application's cudaDeviceSynchronize or cudaFree waits at most that long
@@ -54,6 +57,23 @@ void kernel_copy_configure(const KernelCopyConfig &config);
 // copy (off, too large, no GPU, or the kernel could not be started): use
 // copy_sync instead.
 Status kernel_copy(void *dst, bool dst_host, const void *src, bool src_host, std::size_t n, int device);
+
+// Without waiting: a copy into device memory (of `device` or mapped into
+// it) from device memory, or from host memory (src_host). The kernel takes
+// the descriptors a caller posted in a row at once (one pickup, one signal
+// for a window of messages), so a receiver with many messages arriving
+// posts them all and tests later. kOk: *ticket names it (a 0-byte copy:
+// nothing to wait for); kDeclined: not taken (as kernel_copy, or the ring
+// is full): copy elsewhere.
+struct KernelCopyTicket {
+  void *ring = nullptr;  // the GPU's ring (lives until kernel_copy_finalize)
+  std::uint64_t seq = 0;
+};
+Status kernel_copy_post(void *dst, const void *src, bool src_host, std::size_t n, int device, KernelCopyTicket *ticket);
+// kOk: the posted copy is done (by the kernel, or by the copy engines had
+// the kernel not started in time: never kDeclined once posted);
+// kNotReady; kCudaError.
+Status kernel_copy_test(const KernelCopyTicket &ticket);
 
 struct KernelCopyStats {
   std::uint64_t copies = 0;    // copies done by the resident kernel

@@ -26,8 +26,12 @@ const char *wire_error_string(WireError e) {
 }
 
 WireError check_header(const WireHeader &h, std::size_t payload_bytes, const WireLimits &limits) {
-  if (h.kind < kEager || h.kind > kSplitDone) return WireError::kBadKind;
-  if ((h.flags & ~kFlagSyncAck) != 0) return WireError::kBadFlags;
+  if (h.kind < kEager || h.kind > kGpuReply) return WireError::kBadKind;
+  if ((h.flags & ~(kFlagSyncAck | kFlagGpuChunk)) != 0) return WireError::kBadFlags;
+  if ((h.flags & kFlagGpuChunk) != 0) {
+    if (h.kind != kRendezvous || (h.flags & kFlagSyncAck) != 0) return WireError::kBadFlags;
+    if (h.tag != 0) return WireError::kBadField;
+  }
   // Eager messages are acknowledged at the match, single-copy ones after
   // the read (always); the others complete through their own handshake.
   const bool acked = (h.flags & kFlagSyncAck) != 0;
@@ -37,6 +41,13 @@ WireError check_header(const WireHeader &h, std::size_t payload_bytes, const Wir
     if (h.tag != 0 || h.data_tag != 0) return WireError::kBadField;
     const std::size_t want = h.kind == kSplitAsk ? sizeof(SplitAsk) : sizeof(SplitDone);
     if (payload_bytes != want || h.bytes != want) return payload_bytes < want ? WireError::kTruncated : WireError::kBadSize;
+    return WireError::kOk;
+  }
+  if (h.kind == kGpuReply) {
+    if (h.tag != 0) return WireError::kBadField;
+    if (h.data_tag < 0 || h.data_tag >= limits.tag_ub) return WireError::kBadDataTag;
+    if (payload_bytes != kGpuReplyBytes || h.bytes != kGpuReplyBytes)
+      return payload_bytes < kGpuReplyBytes ? WireError::kTruncated : WireError::kBadSize;
     return WireError::kOk;
   }
   if (h.kind == kEager) return payload_bytes == h.bytes ? WireError::kOk : WireError::kBadSize;
@@ -50,8 +61,8 @@ WireError check_header(const WireHeader &h, std::size_t payload_bytes, const Wir
       return payload_bytes < sizeof(SingleCopyRts) ? WireError::kTruncated : WireError::kBadSize;
     return WireError::kOk;
   }
-  // The data tag names the receive the payload (or the GPU reply, data tag
-  // + 1) goes to: both must be valid tags.
+  // The data tag names the receive the payload goes to (and the GPU
+  // rendezvous its reply answers): a valid tag.
   if (h.data_tag < 0 || h.data_tag >= limits.tag_ub) return WireError::kBadDataTag;
   const std::size_t want = h.kind == kGpuRendezvous ? limits.descriptor_bytes : 0;
   if (payload_bytes != want) return payload_bytes < want ? WireError::kTruncated : WireError::kBadSize;

@@ -35,6 +35,9 @@ static_assert(sizeof(WireHeader) == 24, "wire header layout");
 // whose sender offered to help (SingleCopyRts::offer): the receiver asks it
 // to write the message's second part into the receive buffer while it reads
 // the first, and the sender says when its part is written; never matched.
+// kGpuReply: the receiver's answer to a GPU rendezvous (data tag: the
+// rendezvous's; payload: src/p2p/gpu_wire.h's GpuReply, kGpuReplyBytes),
+// in band with the transport's other messages; never matched.
 enum WireKind : std::uint32_t {
   kEager = 1,
   kRendezvous = 2,
@@ -43,11 +46,17 @@ enum WireKind : std::uint32_t {
   kSingleCopy = 5,
   kGpuBuffered = 6,
   kSplitAsk = 7,
-  kSplitDone = 8
+  kSplitDone = 8,
+  kGpuReply = 9
 };
+constexpr std::size_t kGpuReplyBytes = 16;
 // An eager synchronous send: the receiver's engine calls Link::matched()
 // once a receive took it, and only then does the send complete.
 constexpr std::uint32_t kFlagSyncAck = 1;
+// A chunk of a staged GPU rendezvous (src/p2p/gpu_path.h): a kRendezvous
+// envelope without a tag, naming its transfer by the data tag, never
+// matched; the receiver pulls chunks in the order they arrive.
+constexpr std::uint32_t kFlagGpuChunk = 2;
 
 // The payload of a kSingleCopy envelope: where the sender's bytes are.
 struct SingleCopyRts {

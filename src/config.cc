@@ -200,13 +200,13 @@ const ConfigVar kVars[] = {
         "device-buffer sends up to this many bytes (and at most MPIX_EAGER_LIMIT) go as eager messages through a "
         "pinned bounce buffer; larger ones by GPU rendezvous (CUDA IPC within a node: one copy, no host bounce)",
         integer<&Config::gpu_eager_limit, 0, 1L << 30>()),
-    row("MPIX_GPU_NODE_EAGER_LIMIT", "8192", "0 .. 2^30",
+    row("MPIX_GPU_NODE_EAGER_LIMIT", "0", "0 .. 2^30",
         "device-buffer sends to a process of this node, from a buffer CUDA IPC can map, go eagerly (two copies "
         "through host memory) only up to this size (and MPIX_GPU_EAGER_LIMIT); larger ones by GPU rendezvous: the "
-        "receiver's GPU copies from the sender's buffer, one copy. 0 (experimental) is faster at every size (6 "
-        "against 10 us at 8 B on two H200s, bench/RESULTS.md); such a send of at most MPIX_GPU_EAGER_LIMIT bytes "
-        "still completes without its receive (MPIX_GPU_BUFFER_AFTER_US), but the device proxy path "
-        "(MPIX_DEVICE_PATH=proxy) hung with it (mpix_gpu(7), BUGS)",
+        "receiver's GPU copies from the sender's buffer, one copy. 0: the rendezvous at every size (7.3-8.5 against "
+        "13.4-13.7 us at 8 B and 0.7-1.0 against 0.13 M messages/s on two H200s, latency growing with size, "
+        "bench/RESULTS.md); such a send of at most MPIX_GPU_EAGER_LIMIT bytes still completes without its receive "
+        "(MPIX_GPU_BUFFER_AFTER_US)",
         integer<&Config::gpu_node_eager_limit, 0, 1L << 30>()),
     row("MPIX_GPU_BUFFER_AFTER_US", "1000", "1 .. 10000000",
         "a device-buffer send of at most MPIX_GPU_EAGER_LIMIT bytes sent by rendezvous (not synchronous) that no "

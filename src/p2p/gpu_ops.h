@@ -9,6 +9,7 @@
 
 #include <mpi.h>
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -26,7 +27,6 @@ namespace mpix::p2p {
 // The engine's channels, for the GPU protocols (friend of P2PComm).
 struct GpuAccess {
   static MPI_Comm ctrl(const P2PComm &c) { return c.ctrl_; }
-  static MPI_Comm data(const P2PComm &c) { return c.data_; }
   static int next_data_tag(P2PComm &c, int dest) { return c.next_data_tag(dest); }
   static int world(const P2PComm &c, int rank) { return c.world_[static_cast<std::size_t>(rank)]; }
   // Sends bytes of a scratch buffer that the next send reuses.
@@ -40,6 +40,25 @@ struct GpuAccess {
     bool pending = false;
     return c.link_->send_eager(dest, h, descriptor, n, nullptr, &pending);
   }
+  // The receiver's answer to a GPU rendezvous, through the transport
+  // (its payload copied before this returns).
+  static int send_reply(const P2PComm &c, int dest, int data_tag, const GpuReply &reply) {
+    const WireHeader h{0, progress::kGpuReply, sizeof reply, data_tag, 0};
+    bool pending = false;
+    return c.link_->send_eager(dest, h, &reply, sizeof reply, nullptr, &pending);
+  }
+  // A staged transfer's chunk, through the transport's rendezvous (the
+  // buffer stays in place until done, or *pending is false).
+  static int send_chunk(P2PComm &c, int dest, int data_tag, const void *bytes, std::size_t n,
+                        progress::Pending *done, bool *pending) {
+    const WireHeader h{0, progress::kRendezvous, n, data_tag, progress::kFlagGpuChunk};
+    return c.link_->send_rendezvous(dest, h, bytes, static_cast<int>(n), MPI_BYTE, SendMode::kStandard, done,
+                                    pending);
+  }
+  static int pull_chunk(P2PComm &c, const progress::Arrival &a, void *into, std::size_t n, progress::Pending *done) {
+    return c.link_->pull(a, into, static_cast<int>(n), MPI_BYTE, done);
+  }
+  static void discard(P2PComm &c, const progress::Arrival &a) { c.link_->discard(a); }
   // A host rendezvous's payload, received as packed bytes.
   static int pull(P2PComm &c, const Message &m, void *into, std::size_t bytes, progress::Pending *done) {
     return c.link_->pull(m.arrival(), into, static_cast<int>(bytes), MPI_PACKED, done);
@@ -60,8 +79,11 @@ extern std::int32_t g_pid;
 // waits on the network, so sends and receives cannot starve each other.
 extern std::unique_ptr<SlotPool> g_send_slots, g_recv_slots;
 extern std::unique_ptr<IpcCache> g_ipc;
+// Read once per gpu_progress() for every operation it polls (a window of
+// sends would otherwise read the clock once each, every step).
+extern std::chrono::steady_clock::time_point g_poll_now;
 
-// An answer to a GPU rendezvous (reply tag of data_tag, control channel).
+// An answer to a GPU rendezvous (kGpuReply naming data_tag).
 int send_reply(const P2PComm &c, int dest, int data_tag, std::uint32_t mode, std::uint64_t chunk);
 
 // A GPU transfer in progress. Underlying PMPI requests are owned by small
@@ -104,8 +126,12 @@ void give_back_host_buffer(SlotPool &pool, Piece &p);
 // Hands an operation to gpu_progress(), which polls it until finished.
 Op *adopt(std::unique_ptr<Op> op);
 
-// gpu_send.cc: forgets exported IPC handles (MPI_Finalize).
+// gpu_send.cc: forgets exported IPC handles and the sends waiting for
+// replies (MPI_Finalize).
 void clear_exported();
+void clear_waiting_sends();
+// gpu_recv.cc: forgets the staged receives waiting for chunks (MPI_Finalize).
+void clear_staging_receives();
 // gpu_recv.cc: opens a peer's allocation for the IPC cache: 0, or the
 // failed open's device::Status as a number (IpcCache's OpenFn convention).
 int ipc_open_key(const IpcKey &k, void **ptr);

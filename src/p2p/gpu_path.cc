@@ -22,7 +22,6 @@
 #include "gpu_cache.h"
 #include "gpu_ops.h"
 #include "gpu_pack.h"
-#include "gpu_tags.h"
 #include "gpu_wire.h"
 #include "progress/immortal.h"
 #include "progress/single_copy.h"
@@ -38,6 +37,7 @@ std::uint64_t g_host = 0;
 std::int32_t g_pid = 0;
 std::unique_ptr<SlotPool> g_send_slots, g_recv_slots;
 std::unique_ptr<IpcCache> g_ipc;
+std::chrono::steady_clock::time_point g_poll_now;
 
 namespace {
 
@@ -50,22 +50,13 @@ std::vector<std::unique_ptr<Op>> &ops() {
 // reads it without the engine lock.
 std::atomic<std::size_t> g_ops_in_flight{0};
 
-// An answer in flight; frees itself once sent.
-struct ReplySend final : progress::Pending {
-  GpuReply reply{};
-  void on_complete(const MPI_Status &) override { delete this; }  // NOLINT: self-owned until completion
-};
-
 }  // namespace
 
 int send_reply(const P2PComm &c, int dest, int data_tag, std::uint32_t mode, std::uint64_t chunk) {
-  auto s = std::make_unique<ReplySend>();
-  s->reply.mode = mode;
-  s->reply.chunk = chunk;
-  MPI_Request req = MPI_REQUEST_NULL;
-  const int rc = PMPI_Isend(&s->reply, sizeof s->reply, MPI_BYTE, dest, gpu_reply_tag(data_tag), GpuAccess::ctrl(c), &req);
-  if (rc == MPI_SUCCESS) progress::inflight().add(req, s.release());
-  return rc;
+  GpuReply reply{};
+  reply.mode = mode;
+  reply.chunk = chunk;
+  return GpuAccess::send_reply(c, dest, data_tag, reply);
 }
 
 void PieceDone::on_complete(const MPI_Status &st) {
@@ -134,6 +125,8 @@ void gpu_stop() {
   g_recv_slots.reset();
   free_bounce_buffer();
   clear_exported();
+  clear_waiting_sends();
+  clear_staging_receives();
   // Without the driver nothing was ever created: touch no CUDA.
   if (device::memtype_driver_loaded()) {
     device::kernel_copy_finalize();
@@ -154,6 +147,7 @@ int gpu_progress() {
   auto &v = ops();
   if (v.empty()) return 0;
   int events = 0;
+  g_poll_now = std::chrono::steady_clock::now();
   // poll() may add operations (never remove): iterate by index.
   for (std::size_t i = 0; i < v.size(); ++i) v[i]->poll();
   for (std::size_t i = 0; i < v.size();) {

@@ -9,14 +9,16 @@
 //
 // Protocols (S: send buffer, R: receive buffer):
 // - S on the device, to a process of this node, from memory CUDA IPC maps:
-//   a GPU rendezvous above MPIX_GPU_NODE_EAGER_LIMIT (8192; 0: every size,
-//   experimental). The
+//   a GPU rendezvous above MPIX_GPU_NODE_EAGER_LIMIT (default 0: every
+//   size). The
 //   envelope (kind kGpuRendezvous) carries a GpuRts: the sender's node,
 //   process, allocation base and size, offset and CUDA-IPC handle. The
 //   receiver, once matched, maps the allocation (cached) and copies from it
 //   into R (host or device): small copies by the resident copy kernel
-//   (device/kernel_copy.h), larger ones by the copy engines; then answers
-//   "done". A send of at most MPIX_GPU_EAGER_LIMIT bytes that no receive
+//   (device/kernel_copy.h; into device memory posted without waiting, so
+//   that a window of arrivals costs the kernel one pickup), larger ones by
+//   the copy engines; then answers "done" (kGpuReply, through the
+//   transport). A send of at most MPIX_GPU_EAGER_LIMIT bytes that no receive
 //   took within MPIX_GPU_BUFFER_AFTER_US sends its bytes after the
 //   envelope (kGpuBuffered), and the receiver, if the envelope is still
 //   unexpected, keeps them as an eager message in its place and answers
@@ -27,9 +29,11 @@
 //   receiver on another node answers "stage" with a chunk size: the sender
 //   streams the data as chunks through pinned buffers (D2H of chunk k+1
 //   overlapping the PMPI send of chunk k; on the receiver PMPI receives
-//   overlap H2D copies). The answer goes back on the control shadow under
-//   tag 1 + (data_tag mod tag_ub), which no other message uses; chunks go on
-//   the data shadow under data_tag.
+//   overlap H2D copies). The answer ("done" or "stage") goes back through
+//   the transport, in band (kGpuReply, naming the data tag), and the chunks
+//   go as the transport's rendezvous messages (kFlagGpuChunk, same data
+//   tag, never matched), which the receiver pulls in arrival order into its
+//   pinned slots: UCX, libfabric or PMPI carry them like any message.
 // - S on the host, R on the device: the engine's protocols unchanged; the
 //   receiver lands the bytes in host memory and copies them up.
 // - Non-contiguous datatypes on the device: the sender copies the buffer's
@@ -102,6 +106,12 @@ void gpu_keep_descriptor(P2PComm &c, Message &m);
 // P2PComm::arrived: a kGpuBuffered arrival (the bytes of a GPU rendezvous
 // that waited): its envelope, if still unexpected, becomes an eager message.
 void gpu_buffered_arrival(P2PComm &c, const progress::Arrival &a);
+// P2PComm::arrived: a kGpuReply, the receiver's answer to one of this
+// process's GPU rendezvous sends.
+void gpu_reply_arrival(P2PComm &c, const progress::Arrival &a);
+// P2PComm::arrived: a chunk of a staged GPU rendezvous (kRendezvous with
+// kFlagGpuChunk), pulled by its receive or discarded.
+void gpu_chunk_arrival(P2PComm &c, const progress::Arrival &a);
 // A Message so found is being destroyed (or delivered).
 void gpu_forget(Message &m);
 // progress_poll(): advances copies and pipelines; events handled.

@@ -3,6 +3,7 @@
 // kGpuBuffered arrivals (gpu_path.h).
 #include <cstdio>
 #include <cstring>
+#include <deque>
 #include <memory>
 #include <unordered_map>
 #include <vector>
@@ -17,7 +18,6 @@
 #include "gpu_cache.h"
 #include "gpu_ops.h"
 #include "gpu_pack.h"
-#include "gpu_tags.h"
 #include "gpu_wire.h"
 #include "progress/immortal.h"
 #include "progress/single_copy.h"
@@ -47,6 +47,14 @@ std::unordered_map<WaitKey, Message *, WaitKeyHash> &waiting() {
   return m.get();
 }
 
+struct RecvOp;
+
+// Staged receives waiting for chunks, by (communicator, source, data tag).
+std::unordered_map<WaitKey, RecvOp *, WaitKeyHash> &staging() {
+  static Immortal<std::unordered_map<WaitKey, RecvOp *, WaitKeyHash>> m;
+  return m.get();
+}
+
 // Receiver of a GPU rendezvous (IPC copy or staged chunks), or of a host
 // rendezvous whose destination is on the device.
 struct RecvOp final : Op, progress::Pending {
@@ -68,14 +76,22 @@ struct RecvOp final : Op, progress::Pending {
   bool mapped = false;
   device::CopyEvent event = nullptr;
   bool copying = false;
+  device::KernelCopyTicket ticket;  // the resident kernel's copy (kernel_copying)
+  bool kernel_copying = false;
   // kStage
   ChunkPlan plan;
   std::size_t next = 0, completed = 0;
   std::vector<std::unique_ptr<Piece>> pieces;
+  std::deque<progress::Arrival> chunks;  // arrived, not pulled yet (in order)
+  bool registered = false;               // in staging()
 
   void complete() {
     if (finished) return;
     finished = true;
+    if (registered) {
+      staging().erase(WaitKey{comm.get(), source, data_tag});
+      registered = false;
+    }
     if (packed && status != MPI_ERR_OTHER) {
       const int rc = unpack_anywhere(packed.get(), deliver, r->rbuf, r->count, r->dtype, GpuAccess::ctrl(*comm));
       if (rc != MPI_SUCCESS) status = rc;
@@ -98,10 +114,10 @@ struct RecvOp final : Op, progress::Pending {
   void poll() override {
     if (finished) return;
     if (mode == kIpc) {
-      if (!copying) return;
-      const device::Status st = device::event_poll(event);
+      if (!copying && !kernel_copying) return;
+      const device::Status st = kernel_copying ? device::kernel_copy_test(ticket) : device::event_poll(event);
       if (st == device::Status::kNotReady) return;
-      copying = false;
+      copying = kernel_copying = false;
       if (st != device::Status::kOk) status = cuda_error(st, "IPC copy");
       complete();
       return;
@@ -136,10 +152,10 @@ struct RecvOp final : Op, progress::Pending {
       }
     }
     for (auto &pp : pieces) {
-      if (next >= plan.count()) break;
+      if (next >= plan.count() || chunks.empty()) break;
       if (pp->state == Piece::kIdle) post_piece(*pp);
     }
-    while (next < plan.count() && pieces.size() < static_cast<std::size_t>(g_config.depth)) {
+    while (next < plan.count() && !chunks.empty() && pieces.size() < static_cast<std::size_t>(g_config.depth)) {
       pieces.push_back(std::make_unique<Piece>());
       pieces.back()->op = this;
       pieces.back()->done.piece = pieces.back().get();
@@ -148,17 +164,27 @@ struct RecvOp final : Op, progress::Pending {
     if (completed == plan.count()) complete();
   }
 
+  // Pulls the next chunk that arrived into the piece's memory.
   void post_piece(Piece &p) {
+    const progress::Arrival a = chunks.front();
+    chunks.pop_front();
     p.index = next++;
     p.error = MPI_SUCCESS;
     p.event = nullptr;
     const std::size_t off = plan.offset(p.index), len = plan.length(p.index);
+    if (a.h.bytes != len) {
+      // The sender cut its data otherwise than it was asked to.
+      progress::report_malformed("GPU rendezvous chunk", source, progress::WireError::kBadSize);
+      GpuAccess::discard(*comm, a);
+      p.error = MPI_ERR_OTHER;
+      p.state = Piece::kLanded;
+      return;
+    }
     char *into = nullptr;
     if (packed) into = packed.get() + off;
     else if (!dst_on_device) into = dst + off;
     else into = take_host_buffer(*g_recv_slots, p, plan.chunk);
-    MPI_Request req = MPI_REQUEST_NULL;
-    const int rc = PMPI_Irecv(into, static_cast<int>(len), MPI_BYTE, source, data_tag, GpuAccess::data(*comm), &req);
+    const int rc = GpuAccess::pull_chunk(*comm, a, into, len, &p.done);
     if (rc != MPI_SUCCESS) {
       p.error = rc;
       p.state = Piece::kLanded;
@@ -166,7 +192,6 @@ struct RecvOp final : Op, progress::Pending {
     }
     p.state = Piece::kNetwork;
     ++outstanding;
-    progress::inflight().add(req, &p.done);
   }
 };
 
@@ -179,6 +204,8 @@ int ipc_open_key(const IpcKey &k, void **ptr) {
   static_assert(static_cast<int>(device::Status::kOk) == 0, "0 is success for IpcCache");
   return static_cast<int>(device::ipc_open(k.handle, g_open_device, ptr));
 }
+
+void clear_staging_receives() { staging().clear(); }
 
 }  // namespace gpu_detail
 
@@ -197,6 +224,23 @@ void gpu_keep_descriptor(P2PComm &c, Message &m) {
   std::memcpy(m.descriptor.get(), m.payload, sizeof(GpuRts));
   m.payload = m.descriptor.get();
 }
+
+void gpu_chunk_arrival(P2PComm &c, const progress::Arrival &a) {
+  auto &s = staging();
+  const auto it = s.find(WaitKey{&c, a.source, a.h.data_tag});
+  if (it == s.end()) {
+    // No staged receive of ours waits for it: a peer's bug or a forged message.
+    progress::report_malformed("GPU rendezvous chunk", a.source, progress::WireError::kBadDataTag);
+    GpuAccess::discard(c, a);
+    return;
+  }
+  progress::Arrival kept = a;
+  kept.payload = nullptr;  // none: the transport keeps the data until pulled
+  kept.payload_bytes = 0;
+  it->second->chunks.push_back(kept);
+  it->second->poll();  // pulls it now if a piece is free
+}
+
 
 void gpu_forget(Message &m) {
   auto &w = waiting();
@@ -312,12 +356,21 @@ bool gpu_deliver(P2PComm &c, Request *r, Message &m) {
     const std::size_t n = op->packed ? op->bytes : deliver;
     const int dev = op->dst_on_device ? op->dst_device : device::current_device();
     const char *from = byte_at(peer, static_cast<MPI_Aint>(rts.offset));
-    // Small ones by the resident kernel, at once: a copy-engine job and its
-    // event cost more than the copy (device/kernel_copy.h); the rest, or
-    // where it cannot run, by the copy engines.
+    // Small ones by the resident kernel: a copy-engine job and its event
+    // cost more than the copy (device/kernel_copy.h). Into device memory
+    // posted and tested later, so that the kernel takes a window of
+    // arriving messages in one pickup; into host memory (read out of the
+    // kernel's staging) at once. The rest, or where it cannot run, by the
+    // copy engines.
     device::Status st = device::Status::kOk;
     if (n > 0) {
-      st = device::kernel_copy(to, op->packed || !op->dst_on_device, from, false, n, dev);
+      const bool to_host = op->packed || !op->dst_on_device;
+      if (to_host) {
+        st = device::kernel_copy(to, true, from, false, n, dev);
+      } else {
+        st = device::kernel_copy_post(to, from, false, n, dev, &op->ticket);
+        if (st == device::Status::kOk) op->kernel_copying = true;
+      }
       if (st == device::Status::kDeclined) {
         st = device::copy_async(to, from, n, dev, &op->event);
         if (st == device::Status::kOk) op->copying = true;
@@ -326,17 +379,22 @@ bool gpu_deliver(P2PComm &c, Request *r, Message &m) {
     if (st != device::Status::kOk) op->status = cuda_error(st, "IPC copy");
     RecvOp *raw = op.get();
     adopt(std::move(op));
-    if (!raw->copying) raw->complete();
+    if (!raw->copying && !raw->kernel_copying) raw->complete();
     return true;
   }
 
   op->mode = RecvOp::kStage;
   op->plan = plan_chunks(op->bytes, g_config.chunk);
-  const int rc = send_reply(c, m.source, m.data_tag, kReplyStage, g_config.chunk);
-  if (rc != MPI_SUCCESS) op->status = rc;
   RecvOp *raw = op.get();
+  // Findable by its chunks before the answer that lets them come.
+  staging()[WaitKey{&c, m.source, m.data_tag}] = raw;
+  raw->registered = true;
   adopt(std::move(op));
-  raw->poll();  // posts the first receives
+  const int rc = send_reply(c, m.source, m.data_tag, kReplyStage, g_config.chunk);
+  if (rc != MPI_SUCCESS) {
+    raw->status = rc;
+    raw->complete();  // no chunk will come
+  }
   return true;
 }
 

@@ -21,7 +21,6 @@
 #include "gpu_cache.h"
 #include "gpu_ops.h"
 #include "gpu_pack.h"
-#include "gpu_tags.h"
 #include "gpu_wire.h"
 #include "progress/immortal.h"
 #include "progress/single_copy.h"
@@ -39,8 +38,29 @@ std::size_t g_small_bytes = 0;
 // only bounded for size.
 std::unordered_map<std::uint64_t, std::array<unsigned char, device::kIpcHandleBytes>> g_exported;
 
+struct SendOp;
+
+// Sends waiting for their receiver's answer, by (communicator, destination,
+// data tag): unique while in flight (P2PComm::next_data_tag).
+struct ReplyKey {
+  const void *comm;
+  int dest, data_tag;
+  bool operator==(const ReplyKey &o) const { return comm == o.comm && dest == o.dest && data_tag == o.data_tag; }
+};
+struct ReplyKeyHash {
+  std::size_t operator()(const ReplyKey &k) const {
+    return std::hash<const void *>()(k.comm) ^ (static_cast<std::size_t>(k.dest) * 0x9e3779b97f4a7c15ull) ^
+           static_cast<std::size_t>(static_cast<unsigned>(k.data_tag));
+  }
+};
+std::unordered_map<ReplyKey, SendOp *, ReplyKeyHash> &waiting_sends() {
+  // Immortal: the map outlives every op (gpu_stop clears both).
+  static Immortal<std::unordered_map<ReplyKey, SendOp *, ReplyKeyHash>> m;
+  return m.get();
+}
+
 // Sender of a GPU rendezvous.
-struct SendOp final : Op, progress::Pending {
+struct SendOp final : Op {
   std::shared_ptr<P2PComm> comm;
   Request *r = nullptr;       // nonblocking: the user's request
   bool *done_flag = nullptr;  // blocking: the caller's flag and code
@@ -66,16 +86,9 @@ struct SendOp final : Op, progress::Pending {
   std::vector<std::unique_ptr<Piece>> pieces;
   int error = MPI_SUCCESS;
 
-  // The receiver's answer.
-  void on_complete(const MPI_Status &st) override {
-    --outstanding;
-    if (st.MPI_ERROR != MPI_SUCCESS) {
-      complete(st.MPI_ERROR);
-      return;
-    }
-    int got = 0;
-    PMPI_Get_count(&st, MPI_BYTE, &got);
-    const WireError bad = decode_gpu_reply(&reply, got > 0 ? static_cast<std::size_t>(got) : 0, ipc_offered, &reply);
+  // The receiver's answer (n bytes).
+  void answered(const void *payload, std::size_t n) {
+    const WireError bad = decode_gpu_reply(payload, n, ipc_offered, &reply);
     if (bad != WireError::kOk) {
       // The receiver's state is unknown: this send fails rather than
       // guess whether the data moved.
@@ -129,16 +142,15 @@ struct SendOp final : Op, progress::Pending {
     const void *from = p.host != nullptr ? static_cast<const void *>(p.host)
                        : packed          ? static_cast<const void *>(packed.get() + off)
                                          : static_cast<const void *>(zeros.data());
-    MPI_Request req = MPI_REQUEST_NULL;
-    const int rc = PMPI_Isend(from, static_cast<int>(len), MPI_BYTE, dest, data_tag, GpuAccess::data(*comm), &req);
-    if (rc != MPI_SUCCESS) {
-      error = rc;
-      p.state = Piece::kLanded;
+    bool pending = false;
+    const int rc = GpuAccess::send_chunk(*comm, dest, data_tag, from, len, &p.done, &pending);
+    if (rc != MPI_SUCCESS) error = rc;
+    if (rc != MPI_SUCCESS || !pending) {
+      p.state = Piece::kLanded;  // its buffer is free already
       return;
     }
     p.state = Piece::kNetwork;
     ++outstanding;
-    progress::inflight().add(req, &p.done);
   }
 
   void poll() override {
@@ -182,7 +194,7 @@ struct SendOp final : Op, progress::Pending {
   // not wait for each other's receive forever. The receiver's one answer
   // ("done") says that it either copied from this buffer or kept the bytes.
   void maybe_buffer() {
-    if (std::chrono::steady_clock::now() - since < std::chrono::microseconds(g_config.buffer_after_us)) return;
+    if (g_poll_now - since < std::chrono::microseconds(g_config.buffer_after_us)) return;
     buffered = true;
     std::unique_ptr<char[]> host;
     const char *bytes_ptr = packed.get();
@@ -272,17 +284,13 @@ int gpu_rendezvous(P2PComm &c, const void *buf, int count, MPI_Datatype dtype, c
   op->data_tag = GpuAccess::next_data_tag(c, dest);
   env.h = WireHeader{tag, with_descriptor ? kGpuRendezvous : kGpuRendezvousBare, op->bytes, op->data_tag, 0};
 
-  // The answer's receive first, so that it never waits as unexpected.
-  MPI_Request req = MPI_REQUEST_NULL;
-  int rc = PMPI_Irecv(&op->reply, sizeof op->reply, MPI_BYTE, dest, gpu_reply_tag(op->data_tag), GpuAccess::ctrl(c), &req);
-  if (rc == MPI_SUCCESS) {
-    rc = GpuAccess::send_envelope(c, dest, env.h, &env.rts, with_descriptor ? sizeof env.rts : 0);
-    if (rc != MPI_SUCCESS) {
-      PMPI_Cancel(&req);
-      PMPI_Request_free(&req);
-    }
-  }
+  // Findable by its answer before the envelope leaves (the answer comes
+  // through the same transport, kGpuReply).
+  const ReplyKey key{&c, dest, op->data_tag};
+  waiting_sends()[key] = op.get();
+  const int rc = GpuAccess::send_envelope(c, dest, env.h, &env.rts, with_descriptor ? sizeof env.rts : 0);
   if (rc != MPI_SUCCESS) {
+    waiting_sends().erase(key);
     if (r != nullptr) r->finish(MPI_PROC_NULL, MPI_ANY_TAG, rc, 0);
     return rc;
   }
@@ -295,10 +303,7 @@ int gpu_rendezvous(P2PComm &c, const void *buf, int count, MPI_Datatype dtype, c
     op->done_flag = &done;
     op->rc_out = &result;
   }
-  op->outstanding = 1;
-  SendOp *raw = op.get();
   adopt(std::move(op));
-  progress::inflight().add(req, static_cast<progress::Pending *>(raw));
   if (r != nullptr) return MPI_SUCCESS;
   while (!done) progress_wait(*lock);
   return result;
@@ -338,6 +343,7 @@ int gpu_eager(P2PComm &c, const void *buf, int count, MPI_Datatype dtype, const 
 }  // namespace
 
 void clear_exported() { g_exported.clear(); }
+void clear_waiting_sends() { waiting_sends().clear(); }
 
 void free_bounce_buffer() {
   device::pinned_free(g_small);
@@ -348,6 +354,19 @@ void free_bounce_buffer() {
 }  // namespace gpu_detail
 
 using namespace gpu_detail;
+
+void gpu_reply_arrival(P2PComm &c, const progress::Arrival &a) {
+  auto &w = waiting_sends();
+  const auto it = w.find(ReplyKey{&c, a.source, a.h.data_tag});
+  if (it == w.end()) {
+    // No send of ours waits for it: a peer's bug or a forged message.
+    progress::report_malformed("GPU rendezvous reply", a.source, progress::WireError::kBadDataTag);
+    return;
+  }
+  SendOp *op = it->second;
+  w.erase(it);
+  op->answered(a.payload, a.payload_bytes);
+}
 
 bool gpu_transmit(P2PComm &c, const void *buf, int count, MPI_Datatype dtype, int dest, int tag, SendMode mode,
                   Request *r, std::unique_lock<std::mutex> *lock, int *rc) {

@@ -38,7 +38,7 @@ struct GpuReply {
   std::uint32_t reserved;
   std::uint64_t chunk;      // kReplyStage: chunk size the receiver posts
 };
-static_assert(sizeof(GpuReply) == 16, "GPU rendezvous reply layout");
+static_assert(sizeof(GpuReply) == progress::kGpuReplyBytes, "GPU rendezvous reply layout");
 constexpr std::uint32_t kReplyDone = 1;
 constexpr std::uint32_t kReplyStage = 2;
 // Chunk sizes a receiver may ask for (gpu_start raises MPIX_GPU_CHUNK to

@@ -36,9 +36,11 @@ WireLimits limits_of(std::uint8_t b) {
 
 // What the engine does with an envelope that passed check_header.
 void use(const WireHeader &h, const std::uint8_t *payload, std::size_t payload_bytes, const WireLimits &l) {
-  if (h.kind < kEager || h.kind > kSplitDone) fail("an unknown kind");
+  if (h.kind < kEager || h.kind > kGpuReply) fail("an unknown kind");
   if (h.tag < 0 || h.tag > l.tag_ub) fail("a tag out of range");
-  if ((h.flags & ~kFlagSyncAck) != 0) fail("unknown flags");
+  if ((h.flags & ~(kFlagSyncAck | kFlagGpuChunk)) != 0) fail("unknown flags");
+  if ((h.flags & kFlagGpuChunk) != 0 && (h.kind != kRendezvous || h.tag != 0 || (h.flags & kFlagSyncAck) != 0))
+    fail("a GPU chunk envelope");
   if (h.kind == kEager) {
     std::vector<std::uint8_t> copy(static_cast<std::size_t>(h.bytes));  // bounded: payload_bytes == h.bytes
     if (h.bytes > 0) std::memcpy(copy.data(), payload, static_cast<std::size_t>(h.bytes));
@@ -55,6 +57,10 @@ void use(const WireHeader &h, const std::uint8_t *payload, std::size_t payload_b
     if (decode_single_copy(payload, payload_bytes, h.bytes, &d) == WireError::kOk &&
         (d.pid <= 0 || d.bytes != h.bytes || d.addr + d.bytes < d.addr))
       fail("a single-copy descriptor");
+  } else if (h.kind == kGpuReply) {
+    // Never matched: a data tag naming a send, one GpuReply.
+    if (h.flags != 0 || h.tag != 0 || h.data_tag < 0 || h.data_tag >= l.tag_ub) fail("a GPU reply envelope");
+    if (payload_bytes != kGpuReplyBytes || h.bytes != payload_bytes) fail("a GPU reply payload");
   } else if (h.kind == kSplitAsk || h.kind == kSplitDone) {
     // Never matched: the tag and data tag are unused and must be 0.
     if (h.flags != 0 || h.tag != 0 || h.data_tag != 0 || h.bytes != payload_bytes) fail("a split control envelope");

@@ -11,7 +11,10 @@
 //  4. pauses longer than MPIX_GPU_KERNEL_COPY_IDLE_US between messages: the
 //     kernel exits and is started again, and cudaDeviceSynchronize returns
 //     (a kernel that never left would hang it; the testlist's timeout);
-//  5. blocking sends facing each other before their receives.
+//  5. blocking sends facing each other before their receives;
+//  6. 3000 receives posted first (device and host buffers mixed), sizes
+//     across the kernel's warp and block copies, its ring's capacity and
+//     MPIX_GPU_KERNEL_COPY_DEVICE_MAX, then the sends.
 // Within a node, device sources go by rendezvous (the receiver's kernel
 // copies from the sender's buffer) unless MPIX_GPU_NODE_EAGER_LIMIT makes
 // them eager (the kernel copies to and from host memory); phases 3 and 5
@@ -196,6 +199,70 @@ int main(int argc, char **argv) {
       CHECK_CUDA(cudaMemcpy(h.data(), dev, n, cudaMemcpyDeviceToHost));
       errors += check(h.data(), n, round + peer, n, "facing sends");
     }
+
+  // 6. Receives posted first, thousands in flight: within a node each
+  // arrival's copy is posted to the kernel without waiting, and the kernel
+  // takes the ones posted in a row together (a warp each up to 2 KiB, the
+  // whole block above; the copy engines once its 63 slots are busy, or above
+  // MPIX_GPU_KERNEL_COPY_DEVICE_MAX). Sizes across those thresholds and the
+  // inline limit, odd offsets, every fifth receive into host memory on the
+  // same communicator; every message a pattern of its own.
+  {
+    const int ksz[] = {1, 8, 35, 36, 100, 2047, 2048, 2049, 4096, 16384, 65536, 65537, 0, 24};
+    constexpr int kCount = 3000, kSizes = sizeof ksz / sizeof ksz[0];
+    std::vector<std::size_t> at(kCount + 1, 0);
+    for (int i = 0; i < kCount; ++i) at[i + 1] = at[i] + static_cast<std::size_t>(ksz[i % kSizes]) + 1 + i % 7;
+    const std::size_t total = at[kCount];
+    unsigned char *dbig = nullptr;
+    CHECK_CUDA(cudaMalloc(&dbig, total));
+    std::vector<unsigned char> hbig(total, 0xee);
+    std::vector<MPI_Request> reqs(kCount);
+    const int round0 = round + 1;
+    round += kCount;
+    if (g_rank == 0) {
+      for (int i = 0; i < kCount; ++i) fill_host(hbig.data() + at[i], ksz[i % kSizes], round0 + i, ksz[i % kSizes]);
+      CHECK_CUDA(cudaMemcpy(dbig, hbig.data(), total, cudaMemcpyHostToDevice));
+      MPI_Barrier(comm);  // every receive posted
+      for (int i = 0; i < kCount; ++i) MPI_Isend(dbig + at[i], ksz[i % kSizes], MPI_BYTE, peer, 6, comm, &reqs[i]);
+      // Reused at once: the receiver's copies must have read it all.
+      MPI_Waitall(kCount, reqs.data(), MPI_STATUSES_IGNORE);
+      CHECK_CUDA(cudaMemset(dbig, 0x5a, total));
+      CHECK_CUDA(cudaDeviceSynchronize());
+    } else {
+      CHECK_CUDA(cudaMemset(dbig, 0xee, total));
+      CHECK_CUDA(cudaDeviceSynchronize());
+      for (int i = 0; i < kCount; ++i) {
+        unsigned char *into = i % 5 == 4 ? hbig.data() + at[i] : dbig + at[i];
+        MPI_Irecv(into, ksz[i % kSizes], MPI_BYTE, peer, 6, comm, &reqs[i]);
+      }
+      MPI_Barrier(comm);
+      std::vector<MPI_Status> st(kCount);
+      MPI_Waitall(kCount, reqs.data(), st.data());
+      std::vector<unsigned char> got(total);
+      CHECK_CUDA(cudaMemcpy(got.data(), dbig, total, cudaMemcpyDeviceToHost));
+      int bad = 0;
+      for (int i = 0; i < kCount && bad < 5; ++i) {
+        const int n = ksz[i % kSizes];
+        const unsigned char *p = i % 5 == 4 ? hbig.data() + at[i] : got.data() + at[i];
+        bad += check(p, n, round0 + i, n, i % 5 == 4 ? "posted first, into host memory" : "posted first");
+        // Nothing written past the message (the gap before the next one).
+        for (std::size_t j = at[i] + static_cast<std::size_t>(n); j < at[i + 1]; ++j)
+          if ((i % 5 == 4 ? hbig[j] : got[j]) != 0xee) {
+            CHECK(false, "posted first: byte %zu after message %d (%d bytes) written", j - at[i], i, n);
+            ++bad;
+            break;
+          }
+        int count = -1;
+        MPI_Get_count(&st[i], MPI_BYTE, &count);
+        if (count != n) {
+          CHECK(false, "posted first: message %d count %d, want %d", i, count, n);
+          ++bad;
+        }
+      }
+      errors += bad;
+    }
+    CHECK_CUDA(cudaFree(dbig));
+  }
 
   int all = errors;
   MPI_Allreduce(MPI_IN_PLACE, &all, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);

@@ -32,7 +32,8 @@
 # GPU testlist entries matching MPIX_SUBLIST, no sanitizer), bench-mid (issue
 # 30: host messages 1 KiB - 16 MiB, native vs mpix), bench-threads (issue 27:
 # bench/bench_threads, 1-8 threads per rank, native vs mpix), reuse (issue 24:
-# dev_reuse and p2p_native, then each under compute-sanitizer with 2 ranks). The build
+# dev_reuse and p2p_native, then each under compute-sanitizer with 2 ranks),
+# probe (issue 25: dev_reuse on the proxy path, host stacks if it hangs). The build
 # always runs first, so any stage can run alone.
 #
 # The generated build files are carried because the GPU machine has no
@@ -236,12 +237,37 @@ if has_stage reuse; then
   memcheck_two_ranks
 fi
 
+# Issue 25: dev_reuse on the device proxy path with small device messages
+# by GPU rendezvous (MPIX_GPU_NODE_EAGER_LIMIT=0, now the default), which
+# hung once before the answers went through the transport; if it
+# still runs after MPIX_PROBE_AFTER seconds (default 40), every thread's
+# host stack of both ranks (gdb or cuda-gdb, where the machine has one).
+if has_stage probe; then
+  log "probe: dev_reuse, proxy path, rendezvous at every size"
+  timeout 120 env MPIX_GPU_NODE_EAGER_LIMIT=0 MPIX_DEVICE_PATH=proxy DEV_REUSE_ONLY=device DEV_REUSE_TIMEOUT=100 \
+    MPIX_VERBOSE=1 "$MPIEXEC" -n 2 test/gpu/dev_reuse >"$OUT/probe.log" 2>&1 &
+  probe=$!
+  for _ in $(seq "${MPIX_PROBE_AFTER:-40}"); do kill -0 $probe 2>/dev/null || break; sleep 1; done
+  if kill -0 $probe 2>/dev/null; then
+    echo "probe: still running after ${MPIX_PROBE_AFTER:-40} s"
+    dbg=$(command -v gdb || command -v cuda-gdb || ls /usr/local/cuda/bin/cuda-gdb 2>/dev/null | head -n 1)
+    for p in $(pgrep -f test/gpu/dev_reuse); do
+      case "$(readlink /proc/$p/exe)" in *dev_reuse*) ;; *) continue ;; esac
+      { echo "== pid $p"; for t in /proc/$p/task/*; do echo "$t $(cat $t/comm) $(cat $t/wchan)"; done
+        [ -n "$dbg" ] && timeout 60 "$dbg" -p "$p" -batch -ex "thread apply all bt"; } >"$OUT/probe-stack-$p.txt" 2>&1
+      echo "stacks of $p: $(grep -c '^#' "$OUT/probe-stack-$p.txt") frames (${dbg:-no debugger})"
+    done
+  fi
+  wait $probe; echo "probe exit $?"; tail -n 30 "$OUT/probe.log"
+fi
+
 if has_stage suite; then
   log "suite: the resident copy kernel's tests, then bench_gpu_suite (latency, bw, bibw, mr) per setting"
   run_sublist suite "(p2p_kernel_copy|p2p_device 2 env:MPIX_VERBOSE=1 env:P2P_DEVICE_SMALL) " 150
-  # One row set per setting, same run: the defaults; the copy kernel off
-  # (the copy engines, as before issue 25); small messages by IPC
-  # rendezvous (eager off); the inter-node path (staging over TCP).
+  # One row set per setting, same run: the defaults (small messages
+  # within a node by IPC rendezvous); the copy kernel off and eager (as
+  # before issue 25); rendezvous explicitly; eager within a node with the
+  # copy kernel (the old default); the inter-node path (staging over TCP).
   suite() {  # NAME MAXBYTES ENV...
     local name=$1 max=$2; shift 2
     timeout 240 env "$@" "$MPIEXEC" -n 2 bench/bench_gpu_suite "$OUT/suite_$name.csv" "$max" >"$OUT/suite_$name.txt" 2>&1 ||
@@ -262,6 +288,7 @@ if has_stage suite; then
   if [ -x bench/bench_gpu_suite ]; then
     [[ $sets == *" default "* ]] && suite default 4194304 MPIX_VERBOSE=0
     [[ $sets == *" before "* ]] && suite before 4194304 MPIX_GPU_KERNEL_COPY=off MPIX_GPU_NODE_EAGER_LIMIT=8192
+    [[ $sets == *" rendezvous "* ]] && suite rendezvous 4194304 MPIX_GPU_NODE_EAGER_LIMIT=0
     [[ $sets == *" node_eager "* ]] && suite node_eager 65536 MPIX_GPU_NODE_EAGER_LIMIT=8192
     [[ $sets == *" devmax64k "* ]] && suite devmax64k 262144 MPIX_GPU_KERNEL_COPY_DEVICE_MAX=65536
     [[ $sets == *" staging_tcp "* ]] && suite staging_tcp 4194304 MPIX_GPU_PATH=staging UCX_TLS=tcp,self

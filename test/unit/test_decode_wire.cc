@@ -38,7 +38,7 @@ TEST(WireHeader, ValidEnvelopesPass) {
 }
 
 TEST(WireHeader, UnknownKindsAreRejected) {
-  for (std::uint32_t kind : {0u, kSplitDone + 1, 0xffffffffu}) {
+  for (std::uint32_t kind : {0u, kGpuReply + 1, 0xffffffffu}) {
     WireHeader h = rndv(kRendezvous);
     h.kind = kind;
     EXPECT_EQ(check_header(h, 0, kLimits), WireError::kBadKind) << kind;
@@ -47,7 +47,7 @@ TEST(WireHeader, UnknownKindsAreRejected) {
 
 TEST(WireHeader, UnknownFlagsAndMisplacedAcksAreRejected) {
   WireHeader h = eager(1);
-  h.flags = 2;
+  h.flags = 4;  // no such flag
   EXPECT_EQ(check_header(h, 1, kLimits), WireError::kBadFlags);
   for (WireKind k : {kRendezvous, kGpuRendezvousBare}) {
     WireHeader r = rndv(k);
@@ -170,7 +170,51 @@ TEST(SplitCopy, EnvelopesCarryExactlyTheirPayload) {
     h = WireHeader{0, kind, want, 0, kFlagSyncAck};  // nobody acknowledges a control frame
     EXPECT_EQ(check_header(h, want, kLimits), WireError::kBadFlags);
   }
-  EXPECT_EQ(check_header(WireHeader{0, kSplitDone + 1, 8, 0, 0}, 8, kLimits), WireError::kBadKind);
+  EXPECT_EQ(check_header(WireHeader{0, kGpuReply + 1, 8, 0, 0}, 8, kLimits), WireError::kBadKind);
+}
+
+// The receiver's answer to a GPU rendezvous travels in band: exactly one
+// GpuReply, no tag, a data tag naming the rendezvous, no flags.
+TEST(GpuReply, EnvelopeCarriesExactlyOneReply) {
+  const WireLimits kLimits{32767, 0};
+  const std::size_t want = kGpuReplyBytes;
+  WireHeader h{0, kGpuReply, want, 17, 0};
+  EXPECT_EQ(check_header(h, want, kLimits), WireError::kOk);
+  h.data_tag = 32766;
+  EXPECT_EQ(check_header(h, want, kLimits), WireError::kOk);
+  EXPECT_EQ(check_header(h, want - 1, kLimits), WireError::kTruncated);
+  EXPECT_EQ(check_header(h, want + 1, kLimits), WireError::kBadSize);
+  h.bytes = want + 8;
+  EXPECT_EQ(check_header(h, want, kLimits), WireError::kBadSize);
+  h = WireHeader{3, kGpuReply, want, 17, 0};  // never matched: no tag
+  EXPECT_EQ(check_header(h, want, kLimits), WireError::kBadField);
+  for (const int dt : {-1, 32767, -2147483647 - 1}) {
+    h = WireHeader{0, kGpuReply, want, dt, 0};
+    EXPECT_EQ(check_header(h, want, kLimits), WireError::kBadDataTag) << dt;
+  }
+  h = WireHeader{0, kGpuReply, want, 17, kFlagSyncAck};
+  EXPECT_EQ(check_header(h, want, kLimits), WireError::kBadFlags);
+}
+
+// A staged GPU transfer's chunk: the transport's rendezvous, no tag (never
+// matched), a data tag naming the transfer, no acknowledgement.
+TEST(GpuChunk, OnlyAnUntaggedRendezvousCarriesTheFlag) {
+  const WireLimits kLimits{32767, 112};
+  WireHeader h{0, kRendezvous, 65536, 41, kFlagGpuChunk};
+  EXPECT_EQ(check_header(h, 0, kLimits), WireError::kOk);
+  EXPECT_EQ(check_header(h, 8, kLimits), WireError::kBadSize);  // nothing follows a rendezvous envelope
+  h.tag = 7;
+  EXPECT_EQ(check_header(h, 0, kLimits), WireError::kBadField);
+  h = WireHeader{0, kRendezvous, 65536, 41, kFlagGpuChunk | kFlagSyncAck};
+  EXPECT_EQ(check_header(h, 0, kLimits), WireError::kBadFlags);
+  for (const std::uint32_t kind : {kEager, kGpuRendezvousBare, kGpuBuffered, kSingleCopy, kGpuReply}) {
+    h = WireHeader{0, kind, 0, 41, kFlagGpuChunk};
+    EXPECT_EQ(check_header(h, 0, kLimits), WireError::kBadFlags) << kind;
+  }
+  h = WireHeader{0, kRendezvous, 65536, 32767, kFlagGpuChunk};
+  EXPECT_EQ(check_header(h, 0, kLimits), WireError::kBadDataTag);
+  h = WireHeader{0, kRendezvous, 65536, 0, 4};  // an unknown flag
+  EXPECT_EQ(check_header(h, 0, kLimits), WireError::kBadFlags);
 }
 
 TEST(SplitCopy, RequestsDecodeOrAreRejected) {
