@@ -458,22 +458,20 @@ Status kernel_copy_post(void *dst, const void *src, bool src_host, std::size_t n
 
 Status kernel_copy_test(const KernelCopyTicket &t) {
   if (t.seq == 0) return Status::kOk;
-  // Without the lock first: a receiver with a window of copies in flight
-  // tests each of them at every progress step.
   Ring *r = static_cast<Ring *>(t.ring);
   if (r == nullptr) return Status::kCudaError;
-  if (r->done() >= t.seq) {
+  const auto finished = [&] {
+    if (r->done() < t.seq) return false;
     std::atomic_thread_fence(std::memory_order_acquire);
     r->saw_done();
-    return Status::kOk;
-  }
+    return true;
+  };
+  // Without the lock first: a receiver with a window of copies in flight
+  // tests each of them at every progress step.
+  if (finished()) return Status::kOk;
   State &s = state();
   std::lock_guard<std::mutex> g(s.mutex);
-  if (r->done() >= t.seq) {
-    std::atomic_thread_fence(std::memory_order_acquire);
-    r->saw_done();
-    return Status::kOk;
-  }
+  if (finished()) return Status::kOk;
   if (!r->usable) return Status::kCudaError;
   // Looking after the kernel queries its stream (a driver call): at most
   // every 20 us, not at every test.
@@ -481,11 +479,7 @@ Status kernel_copy_test(const KernelCopyTicket &t) {
   if (now - r->last_tend < std::chrono::microseconds(20)) return Status::kNotReady;
   r->last_tend = now;
   if (const Status e = tend(s, *r); e != Status::kOk) return e;
-  if (r->done() >= t.seq) {
-    std::atomic_thread_fence(std::memory_order_acquire);
-    return Status::kOk;
-  }
-  return Status::kNotReady;
+  return finished() ? Status::kOk : Status::kNotReady;
 }
 
 void kernel_copy_preload() {

@@ -248,21 +248,8 @@ void P2PComm::arrived(const progress::Arrival &a) {
     }
     return;
   }
-  if (a.h.kind == kRendezvous && (a.h.flags & progress::kFlagGpuChunk) != 0) {
-    // Never matched: a chunk of a staged GPU rendezvous we answered.
-    gpu_chunk_arrival(*this, a);
-    if (link_) link_->consumed(a.source, a.credit);
-    return;
-  }
-  if (a.h.kind == progress::kGpuReply) {
-    // Never matched: it answers one of our GPU rendezvous sends.
-    gpu_reply_arrival(*this, a);
-    if (link_) link_->consumed(a.source, a.credit);
-    return;
-  }
-  if (a.h.kind == kGpuBuffered) {
-    // Never matched: it names an earlier GPU rendezvous of its sender.
-    gpu_buffered_arrival(*this, a);
+  if (gpu_control_arrival(*this, a)) {
+    // Never matched: it belongs to a GPU transfer in flight.
     if (link_) link_->consumed(a.source, a.credit);
     return;
   }

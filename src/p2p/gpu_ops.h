@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <unordered_map>
 #include <vector>
 
 #include "device/copy.h"
@@ -34,18 +35,13 @@ struct GpuAccess {
                               Request *r, std::unique_lock<std::mutex> *lock) {
     return c.transmit(bytes, static_cast<int>(n), MPI_BYTE, dest, tag, mode, r, lock, PayloadLife::kDuringCall);
   }
-  // The envelope of a GPU rendezvous, in order with the communicator's
-  // other messages (the transport's), descriptor after it.
+  // A GPU protocol message (a rendezvous envelope and its descriptor, the
+  // bytes that follow it, the answer), in order with the communicator's
+  // other messages (the transport's); the payload is copied or sent before
+  // this returns.
   static int send_envelope(P2PComm &c, int dest, const WireHeader &h, const void *descriptor, std::size_t n) {
     bool pending = false;
     return c.link_->send_eager(dest, h, descriptor, n, nullptr, &pending);
-  }
-  // The receiver's answer to a GPU rendezvous, through the transport
-  // (its payload copied before this returns).
-  static int send_reply(const P2PComm &c, int dest, int data_tag, const GpuReply &reply) {
-    const WireHeader h{0, progress::kGpuReply, sizeof reply, data_tag, 0};
-    bool pending = false;
-    return c.link_->send_eager(dest, h, &reply, sizeof reply, nullptr, &pending);
   }
   // A staged transfer's chunk, through the transport's rendezvous (the
   // buffer stays in place until done, or *pending is false).
@@ -68,6 +64,24 @@ struct GpuAccess {
 
 namespace gpu_detail {
 
+// A transfer in flight, as both sides name it: (communicator, peer, data
+// tag), unique while in flight (P2PComm::next_data_tag). The sender finds
+// its send by the answer's, the receiver its envelope or staged receive by
+// a kGpuBuffered arrival's or a chunk's.
+struct TransferKey {
+  const void *comm;
+  int peer, data_tag;
+  bool operator==(const TransferKey &o) const { return comm == o.comm && peer == o.peer && data_tag == o.data_tag; }
+};
+struct TransferKeyHash {
+  std::size_t operator()(const TransferKey &k) const {
+    return std::hash<const void *>()(k.comm) ^ (static_cast<std::size_t>(k.peer) * 0x9e3779b97f4a7c15ull) ^
+           static_cast<std::size_t>(static_cast<unsigned>(k.data_tag));
+  }
+};
+template <class T>
+using TransferMap = std::unordered_map<TransferKey, T *, TransferKeyHash>;
+
 // ---- process state (gpu_path.cc; set by gpu_start) ----
 
 extern GpuConfig g_config;
@@ -84,7 +98,7 @@ extern std::unique_ptr<IpcCache> g_ipc;
 extern std::chrono::steady_clock::time_point g_poll_now;
 
 // An answer to a GPU rendezvous (kGpuReply naming data_tag).
-int send_reply(const P2PComm &c, int dest, int data_tag, std::uint32_t mode, std::uint64_t chunk);
+int send_reply(P2PComm &c, int dest, int data_tag, std::uint32_t mode, std::uint64_t chunk);
 
 // A GPU transfer in progress. Underlying PMPI requests are owned by small
 // Pending members (the inflight set calls back into them); the op is
@@ -125,6 +139,12 @@ void give_back_host_buffer(SlotPool &pool, Piece &p);
 
 // Hands an operation to gpu_progress(), which polls it until finished.
 Op *adopt(std::unique_ptr<Op> op);
+
+// gpu_control_arrival's cases: gpu_recv.cc (kGpuBuffered, chunks),
+// gpu_send.cc (kGpuReply).
+void buffered_arrival(P2PComm &c, const progress::Arrival &a);
+void chunk_arrival(P2PComm &c, const progress::Arrival &a);
+void reply_arrival(P2PComm &c, const progress::Arrival &a);
 
 // gpu_send.cc: forgets exported IPC handles and the sends waiting for
 // replies (MPI_Finalize).

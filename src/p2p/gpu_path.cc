@@ -52,11 +52,12 @@ std::atomic<std::size_t> g_ops_in_flight{0};
 
 }  // namespace
 
-int send_reply(const P2PComm &c, int dest, int data_tag, std::uint32_t mode, std::uint64_t chunk) {
+int send_reply(P2PComm &c, int dest, int data_tag, std::uint32_t mode, std::uint64_t chunk) {
   GpuReply reply{};
   reply.mode = mode;
   reply.chunk = chunk;
-  return GpuAccess::send_reply(c, dest, data_tag, reply);
+  const WireHeader h{0, progress::kGpuReply, sizeof reply, data_tag, 0};
+  return GpuAccess::send_envelope(c, dest, h, &reply, sizeof reply);
 }
 
 void PieceDone::on_complete(const MPI_Status &st) {
@@ -160,6 +161,14 @@ int gpu_progress() {
   }
   g_ops_in_flight.store(v.size(), std::memory_order_relaxed);
   return events;
+}
+
+bool gpu_control_arrival(P2PComm &c, const progress::Arrival &a) {
+  if (a.h.kind == progress::kGpuBuffered) buffered_arrival(c, a);
+  else if (a.h.kind == progress::kGpuReply) reply_arrival(c, a);
+  else if (a.h.kind == progress::kRendezvous && (a.h.flags & progress::kFlagGpuChunk) != 0) chunk_arrival(c, a);
+  else return false;
+  return true;
 }
 
 bool gpu_wants_idle_polls() {

@@ -103,15 +103,13 @@ bool gpu_deliver(P2PComm &c, Request *r, Message &m);
 // P2PComm::keep_unexpected: an unexpected GPU rendezvous keeps its
 // descriptor, and can be found by a kGpuBuffered arrival.
 void gpu_keep_descriptor(P2PComm &c, Message &m);
-// P2PComm::arrived: a kGpuBuffered arrival (the bytes of a GPU rendezvous
-// that waited): its envelope, if still unexpected, becomes an eager message.
-void gpu_buffered_arrival(P2PComm &c, const progress::Arrival &a);
-// P2PComm::arrived: a kGpuReply, the receiver's answer to one of this
-// process's GPU rendezvous sends.
-void gpu_reply_arrival(P2PComm &c, const progress::Arrival &a);
-// P2PComm::arrived: a chunk of a staged GPU rendezvous (kRendezvous with
-// kFlagGpuChunk), pulled by its receive or discarded.
-void gpu_chunk_arrival(P2PComm &c, const progress::Arrival &a);
+// P2PComm::arrived: true (and taken) when the arrival belongs to a GPU
+// transfer in flight and is never matched: a kGpuBuffered (the bytes of a
+// rendezvous that waited: its envelope, if still unexpected, becomes an
+// eager message), a kGpuReply (the answer to one of our sends), a chunk of
+// a staged rendezvous (kRendezvous with kFlagGpuChunk: pulled by its
+// receive or discarded).
+bool gpu_control_arrival(P2PComm &c, const progress::Arrival &a);
 // A Message so found is being destroyed (or delivered).
 void gpu_forget(Message &m);
 // progress_poll(): advances copies and pipelines; events handled.

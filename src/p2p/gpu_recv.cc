@@ -28,30 +28,19 @@ namespace mpix::p2p {
 namespace gpu_detail {
 namespace {
 
-// Receiver side: GPU rendezvous envelopes no receive has taken yet, by
-// (communicator, source, data tag), for a kGpuBuffered arrival to find.
-struct WaitKey {
-  const void *comm;
-  int source, data_tag;
-  bool operator==(const WaitKey &o) const { return comm == o.comm && source == o.source && data_tag == o.data_tag; }
-};
-struct WaitKeyHash {
-  std::size_t operator()(const WaitKey &k) const {
-    return std::hash<const void *>()(k.comm) ^ (static_cast<std::size_t>(k.source) * 0x9e3779b97f4a7c15ull) ^
-           static_cast<std::size_t>(static_cast<unsigned>(k.data_tag));
-  }
-};
-std::unordered_map<WaitKey, Message *, WaitKeyHash> &waiting() {
+// Receiver side: GPU rendezvous envelopes no receive has taken yet, for a
+// kGpuBuffered arrival to find.
+TransferMap<Message> &waiting() {
   // Immortal: a Message destroyed during static destruction still looks.
-  static Immortal<std::unordered_map<WaitKey, Message *, WaitKeyHash>> m;
+  static Immortal<TransferMap<Message>> m;
   return m.get();
 }
 
 struct RecvOp;
 
-// Staged receives waiting for chunks, by (communicator, source, data tag).
-std::unordered_map<WaitKey, RecvOp *, WaitKeyHash> &staging() {
-  static Immortal<std::unordered_map<WaitKey, RecvOp *, WaitKeyHash>> m;
+// Staged receives waiting for chunks.
+TransferMap<RecvOp> &staging() {
+  static Immortal<TransferMap<RecvOp>> m;
   return m.get();
 }
 
@@ -89,7 +78,7 @@ struct RecvOp final : Op, progress::Pending {
     if (finished) return;
     finished = true;
     if (registered) {
-      staging().erase(WaitKey{comm.get(), source, data_tag});
+      staging().erase(TransferKey{comm.get(), source, data_tag});
       registered = false;
     }
     if (packed && status != MPI_ERR_OTHER) {
@@ -213,7 +202,7 @@ using namespace gpu_detail;
 
 void gpu_keep_descriptor(P2PComm &c, Message &m) {
   if (m.kind == kGpuRendezvous || m.kind == kGpuRendezvousBare) {
-    waiting()[WaitKey{&c, m.source, m.data_tag}] = &m;
+    waiting()[TransferKey{&c, m.source, m.data_tag}] = &m;
     m.gpu_waiting_on = &c;
   }
   if (m.kind != kGpuRendezvous || m.payload == nullptr) {
@@ -225,9 +214,9 @@ void gpu_keep_descriptor(P2PComm &c, Message &m) {
   m.payload = m.descriptor.get();
 }
 
-void gpu_chunk_arrival(P2PComm &c, const progress::Arrival &a) {
+void gpu_detail::chunk_arrival(P2PComm &c, const progress::Arrival &a) {
   auto &s = staging();
-  const auto it = s.find(WaitKey{&c, a.source, a.h.data_tag});
+  const auto it = s.find(TransferKey{&c, a.source, a.h.data_tag});
   if (it == s.end()) {
     // No staged receive of ours waits for it: a peer's bug or a forged message.
     progress::report_malformed("GPU rendezvous chunk", a.source, progress::WireError::kBadDataTag);
@@ -244,14 +233,14 @@ void gpu_chunk_arrival(P2PComm &c, const progress::Arrival &a) {
 
 void gpu_forget(Message &m) {
   auto &w = waiting();
-  const auto it = w.find(WaitKey{m.gpu_waiting_on, m.source, m.data_tag});
+  const auto it = w.find(TransferKey{m.gpu_waiting_on, m.source, m.data_tag});
   if (it != w.end() && it->second == &m) w.erase(it);
   m.gpu_waiting_on = nullptr;
 }
 
-void gpu_buffered_arrival(P2PComm &c, const progress::Arrival &a) {
+void gpu_detail::buffered_arrival(P2PComm &c, const progress::Arrival &a) {
   auto &w = waiting();
-  const auto it = w.find(WaitKey{&c, a.source, a.h.data_tag});
+  const auto it = w.find(TransferKey{&c, a.source, a.h.data_tag});
   if (it == w.end()) return;  // a receive took the envelope: its answer completes the send
   Message &m = *it->second;
   if (m.bytes != a.h.bytes || m.tag != a.h.tag) {
@@ -387,7 +376,7 @@ bool gpu_deliver(P2PComm &c, Request *r, Message &m) {
   op->plan = plan_chunks(op->bytes, g_config.chunk);
   RecvOp *raw = op.get();
   // Findable by its chunks before the answer that lets them come.
-  staging()[WaitKey{&c, m.source, m.data_tag}] = raw;
+  staging()[TransferKey{&c, m.source, m.data_tag}] = raw;
   raw->registered = true;
   adopt(std::move(op));
   const int rc = send_reply(c, m.source, m.data_tag, kReplyStage, g_config.chunk);

@@ -40,22 +40,10 @@ std::unordered_map<std::uint64_t, std::array<unsigned char, device::kIpcHandleBy
 
 struct SendOp;
 
-// Sends waiting for their receiver's answer, by (communicator, destination,
-// data tag): unique while in flight (P2PComm::next_data_tag).
-struct ReplyKey {
-  const void *comm;
-  int dest, data_tag;
-  bool operator==(const ReplyKey &o) const { return comm == o.comm && dest == o.dest && data_tag == o.data_tag; }
-};
-struct ReplyKeyHash {
-  std::size_t operator()(const ReplyKey &k) const {
-    return std::hash<const void *>()(k.comm) ^ (static_cast<std::size_t>(k.dest) * 0x9e3779b97f4a7c15ull) ^
-           static_cast<std::size_t>(static_cast<unsigned>(k.data_tag));
-  }
-};
-std::unordered_map<ReplyKey, SendOp *, ReplyKeyHash> &waiting_sends() {
+// Sends waiting for their receiver's answer.
+TransferMap<SendOp> &waiting_sends() {
   // Immortal: the map outlives every op (gpu_stop clears both).
-  static Immortal<std::unordered_map<ReplyKey, SendOp *, ReplyKeyHash>> m;
+  static Immortal<TransferMap<SendOp>> m;
   return m.get();
 }
 
@@ -286,7 +274,7 @@ int gpu_rendezvous(P2PComm &c, const void *buf, int count, MPI_Datatype dtype, c
 
   // Findable by its answer before the envelope leaves (the answer comes
   // through the same transport, kGpuReply).
-  const ReplyKey key{&c, dest, op->data_tag};
+  const TransferKey key{&c, dest, op->data_tag};
   waiting_sends()[key] = op.get();
   const int rc = GpuAccess::send_envelope(c, dest, env.h, &env.rts, with_descriptor ? sizeof env.rts : 0);
   if (rc != MPI_SUCCESS) {
@@ -355,9 +343,9 @@ void free_bounce_buffer() {
 
 using namespace gpu_detail;
 
-void gpu_reply_arrival(P2PComm &c, const progress::Arrival &a) {
+void gpu_detail::reply_arrival(P2PComm &c, const progress::Arrival &a) {
   auto &w = waiting_sends();
-  const auto it = w.find(ReplyKey{&c, a.source, a.h.data_tag});
+  const auto it = w.find(TransferKey{&c, a.source, a.h.data_tag});
   if (it == w.end()) {
     // No send of ours waits for it: a peer's bug or a forged message.
     progress::report_malformed("GPU rendezvous reply", a.source, progress::WireError::kBadDataTag);
