@@ -126,13 +126,13 @@ __global__ void op_costs(unsigned *w, int iters, unsigned long long *ns) {
 // and at most MPIXD_LANE on a lane tag, so none waits for room), then k
 // receives of them (all arrived).
 __global__ void call_costs(MPIX_Device_comm c, int tag, int k, int batches, unsigned long long *send_ns,
-                           unsigned long long *recv_ns) {
-  unsigned long long v = 0, ts = 0, tr = 0;
+                           unsigned long long *recv_ns, unsigned char *buf, size_t n) {
+  unsigned long long ts = 0, tr = 0;
   for (int b = 0; b < batches; ++b) {
     const unsigned long long t0 = now_ns();
-    for (int i = 0; i < k; ++i) MPIX_Send(&v, 8, c.rank, tag, c);
+    for (int i = 0; i < k; ++i) MPIX_Send(buf, n, c.rank, tag, c);
     const unsigned long long t1 = now_ns();
-    for (int i = 0; i < k; ++i) MPIX_Recv(&v, 8, c.rank, tag, c, nullptr);
+    for (int i = 0; i < k; ++i) MPIX_Recv(buf, n, c.rank, tag, c, nullptr);
     ts += t1 - t0;
     tr += now_ns() - t1;
   }
@@ -283,8 +283,30 @@ struct Timers {
 FILE *g_csv = nullptr;
 int g_rank = 0;
 
+// All-to-all: thread g of every rank sends an 8-byte message (tag g) to
+// thread g of every other rank, then receives theirs, `rounds` times; the
+// receiver checks each payload (source, thread, round).
+__global__ void __launch_bounds__(256, 2) a2a_ipc(MPIX_Device_comm c, int rounds, unsigned long long *first,
+                                                  unsigned long long *last, unsigned *bad) {
+  const unsigned g = blockIdx.x * blockDim.x + threadIdx.x;
+  atomicMin(first, now_ns());
+  for (int r = 0; r < rounds; ++r) {
+    for (int p = 1; p < c.size; ++p) {
+      const unsigned long long v = (unsigned long long)c.rank << 48 | (unsigned long long)g << 20 | unsigned(r);
+      MPIX_Send(&v, 8, (c.rank + p) % c.size, (int)g, c);
+    }
+    for (int p = 1; p < c.size; ++p) {
+      const int src = (c.rank - p + c.size) % c.size;
+      unsigned long long v = 0;
+      MPIX_Recv(&v, 8, src, (int)g, c, nullptr);
+      if (v != ((unsigned long long)src << 48 | (unsigned long long)g << 20 | unsigned(r))) atomicAdd(bad, 1u);
+    }
+  }
+  atomicMax(last, now_ns());
+}
+
 // BENCH_DEV_ONLY=a,b: only these parts (putsig, ops, call, latency,
-// proxy, rate, bw, raw); all by default.
+// proxy, rate, a2a, bw, raw); all by default.
 bool want(const char *part) {
   const char *only = std::getenv("BENCH_DEV_ONLY");
   return only == nullptr || *only == '\0' || std::strstr(only, part) != nullptr;
@@ -424,13 +446,16 @@ int main(int argc, char **argv) {
     for (const int tag : {int(hs.lane_tags) + 5000, 3}) {
       const bool lane = unsigned(tag) < hs.lane_tags;
       if (tag == 3 && !lane) break;
-      const int k = lane ? int(MPIXD_LANE) : hs.slots < 16 ? int(hs.slots) : 16, batches = 200;
-      t.reset();
-      call_costs<<<1, 1>>>(hs, tag, k, batches, t.d, t.d + 1);
-      CHECK_CUDA(cudaDeviceSynchronize());
-      const auto v = t.get();
-      row("call/send", lane ? "lane" : "table", 8, v[0] / 1e3 / (double(k) * batches), "us");
-      row("call/recv", lane ? "lane" : "table", 8, v[1] / 1e3 / (double(k) * batches), "us");
+      // 8 B in a cell; 128 B and 512 B medium (or staged) by one thread.
+      for (size_t n : {size_t(8), size_t(128), size_t(512)}) {
+        const int k = lane ? int(MPIXD_LANE) : hs.slots < 16 ? int(hs.slots) : 16, batches = 200;
+        t.reset();
+        call_costs<<<1, 1>>>(hs, tag, k, batches, t.d, t.d + 1, a, n);
+        CHECK_CUDA(cudaDeviceSynchronize());
+        const auto v = t.get();
+        row("call/send", lane ? "lane" : "table", n, v[0] / 1e3 / (double(k) * batches), "us");
+        row("call/recv", lane ? "lane" : "table", n, v[1] / 1e3 / (double(k) * batches), "us");
+      }
     }
   }
 
@@ -513,6 +538,33 @@ int main(int argc, char **argv) {
     unsigned hbad = 0;
     CHECK_CUDA(cudaMemcpy(&hbad, bad, sizeof hbad, cudaMemcpyDeviceToHost));
     if (hbad) std::fprintf(stderr, "[%d] rate: %u messages corrupted\n", g_rank, hbad);
+  }
+
+  // ---- all-to-all, 8 B messages, every rank ----
+  if (want("a2a") && size >= 2) {
+    MPI_Barrier(MPI_COMM_WORLD);
+    int per_sm = 0;
+    CHECK_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, a2a_ipc, 256, 0));
+    // Every rank's grid resident at once (threads wait on each other's).
+    const int blocks = std::max(1, std::min(sms, sms * per_sm / sharing));
+    const int rounds = 20;
+    for (int rep = 0; rep < 2; ++rep) {  // the first pays for TLB misses
+      t.reset();
+      MPI_Barrier(MPI_COMM_WORLD);
+      a2a_ipc<<<blocks, 256>>>(hw, rounds, t.d, t.d + 1, bad);
+      CHECK_CUDA(cudaDeviceSynchronize());
+      auto v = t.get();
+      unsigned long long all[2] = {0, 0};
+      MPI_Reduce(&v[0], &all[0], 1, MPI_UNSIGNED_LONG_LONG, MPI_MIN, 0, MPI_COMM_WORLD);
+      MPI_Reduce(&v[1], &all[1], 1, MPI_UNSIGNED_LONG_LONG, MPI_MAX, 0, MPI_COMM_WORLD);
+      const double msgs = double(blocks) * 256 * rounds * (size - 1) * size;  // received, all ranks
+      char name[32];
+      std::snprintf(name, sizeof name, "a2a/%dgpu", size);
+      if (rep == 1) row(name, "ipc", 8, msgs / ((all[1] - all[0]) / 1e9) / 1e6, "Mmsg/s");
+    }
+    unsigned hbad = 0;
+    CHECK_CUDA(cudaMemcpy(&hbad, bad, sizeof hbad, cudaMemcpyDeviceToHost));
+    if (hbad) std::fprintf(stderr, "[%d] a2a: %u messages corrupted\n", g_rank, hbad);
   }
 
   // ---- bandwidth at 16 MiB ----

@@ -15,6 +15,7 @@
 #include <nvshmem.h>
 #include <nvshmemx.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -55,6 +56,47 @@ __global__ void pingpong(char *buf, uint64_t *sig, size_t n, int iters, int warm
   if (initiator) *ns = now_ns() - t0;
 }
 
+// The same with a whole block putting (nvshmemx_putmem_signal_block), as
+// bench_dev_p2p's MPIX_Send_block above 1 KiB.
+__global__ void pingpong_block(char *buf, uint64_t *sig, size_t n, int iters, int warm, int peer, bool initiator,
+                               unsigned long long *ns) {
+  unsigned long long t0 = 0;
+  for (int i = 0; i < iters + warm; ++i) {
+    if (i == warm) t0 = now_ns();
+    const uint64_t v = uint64_t(i) + 1;
+    if (initiator) {
+      nvshmemx_putmem_signal_block(buf, buf, n, sig, v, NVSHMEM_SIGNAL_SET, peer);
+      if (threadIdx.x == 0) nvshmem_signal_wait_until(sig, NVSHMEM_CMP_GE, v);
+      __syncthreads();
+    } else {
+      if (threadIdx.x == 0) nvshmem_signal_wait_until(sig, NVSHMEM_CMP_GE, v);
+      __syncthreads();
+      nvshmemx_putmem_signal_block(buf, buf, n, sig, v, NVSHMEM_SIGNAL_SET, peer);
+    }
+  }
+  if (initiator && threadIdx.x == 0) *ns = now_ns() - t0;
+}
+
+// All-to-all, the put+signal equivalent of bench_dev_p2p's a2a rows: thread
+// g puts 8 bytes with a signal into its slot at every other PE, then waits
+// for every other PE's signal in its own slot (no matching, no flow
+// control: the signal orders each put).
+__global__ void a2a(uint64_t *data, uint64_t *sig, uint64_t *src, int rounds, int me, int npes,
+                    unsigned long long *first, unsigned long long *last) {
+  const unsigned g = blockIdx.x * blockDim.x + threadIdx.x;
+  const unsigned T = gridDim.x * blockDim.x;
+  atomicMin(first, now_ns());
+  for (int r = 0; r < rounds; ++r) {
+    src[g] = (uint64_t)me << 48 | (uint64_t)g << 20 | unsigned(r);
+    for (int p = 1; p < npes; ++p)
+      nvshmem_putmem_signal(&data[(size_t)me * T + g], &src[g], 8, &sig[(size_t)me * T + g], uint64_t(r) + 1,
+                            NVSHMEM_SIGNAL_SET, (me + p) % npes);
+    for (int p = 1; p < npes; ++p)
+      nvshmem_signal_wait_until(&sig[(size_t)((me - p + npes) % npes) * T + g], NVSHMEM_CMP_GE, uint64_t(r) + 1);
+  }
+  atomicMax(last, now_ns());
+}
+
 // One way, n bytes per round: block b puts its share; after the last round
 // every block's thread 0 quiets and adds 1 to the receiver's signal, which
 // waits for gridDim.x.
@@ -93,8 +135,8 @@ int main(int argc, char **argv) {
   int rank = 0, size = 0, ndev = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
-  if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev == 0 || size != 2) {
-    if (rank == 0) std::printf("skipped: %s\n", size != 2 ? "needs 2 ranks" : "no GPU");
+  if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev == 0 || size < 2) {
+    if (rank == 0) std::printf("skipped: %s\n", size < 2 ? "needs 2 ranks" : "no GPU");
     MPI_Finalize();
     return 77;
   }
@@ -105,7 +147,8 @@ int main(int argc, char **argv) {
   nvshmemx_init_attr_t attr = NVSHMEMX_INIT_ATTR_INITIALIZER;
   nvshmemx_set_attr_uniqueid_args(rank, size, &id, &attr);
   nvshmemx_init_attr(NVSHMEMX_INIT_WITH_UNIQUEID, &attr);
-  const int me = nvshmem_my_pe(), peer = 1 - me;
+  // Ping-pong and bandwidth between PEs 0 and 1; the all-to-all on all.
+  const int me = nvshmem_my_pe(), peer = me < 2 ? 1 - me : me;
   if (me == 0 && argc > 1) {
     g_csv = std::fopen(argv[1], "w");
     if (g_csv) std::fprintf(g_csv, "test,path,bytes,value,unit\n");
@@ -123,15 +166,59 @@ int main(int argc, char **argv) {
     std::printf("# NVSHMEM %d.%d, %d PEs on %d GPU(s)\n%-10s %-8s %10s %12s unit\n", NVSHMEM_VENDOR_MAJOR_VERSION,
                 NVSHMEM_VENDOR_MINOR_VERSION, size, ndev, "test", "path", "bytes", "value");
   const int iters = 1000, warm = 20;
-  for (size_t n = 8; n <= 32768; n *= 16) {
-    CHECK_CUDA(cudaMemset(sig, 0, sizeof(uint64_t)));
-    CHECK_CUDA(cudaDeviceSynchronize());
+  // One thread's put at every size, a block's from 128 B (the sizes of
+  // bench_dev_p2p's latency rows).
+  for (int block = 0; block < 2; ++block)
+    for (size_t n = block ? 128 : 8; n <= 32768; n *= 4) {
+      CHECK_CUDA(cudaMemset(sig, 0, sizeof(uint64_t)));
+      CHECK_CUDA(cudaDeviceSynchronize());
+      nvshmem_barrier_all();
+      // PEs 0 and 1 only (the all-to-all below takes every PE).
+      if (me < 2 && block) pingpong_block<<<1, 512>>>(buf, sig, n, iters, warm, peer, me == 0, ns);
+      else if (me < 2) pingpong<<<1, 32>>>(buf, sig, n, iters, warm, peer, me == 0, ns);
+      CHECK_CUDA(cudaDeviceSynchronize());
+      unsigned long long t = 0;
+      CHECK_CUDA(cudaMemcpy(&t, ns, sizeof t, cudaMemcpyDeviceToHost));
+      if (me == 0) row(block ? "putsig_block" : "putsig", n, t / 1e3 / (2.0 * iters), "us");
+    }
+  {
+    // All-to-all as bench_dev_p2p's a2a rows: as many threads (256-thread
+    // blocks, every PE's grid resident at once), 20 rounds, second run.
+    int sms = 0, per_sm = 0;
+    CHECK_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, rank % ndev));
+    CHECK_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, a2a, 256, 0));
+    const int sharing = (size + ndev - 1) / ndev;
+    const int blocks = std::max(1, std::min(sms, sms * std::min(per_sm, 2) / sharing));
+    const size_t T = size_t(blocks) * 256;
+    uint64_t *data = static_cast<uint64_t *>(nvshmem_calloc(T * size, sizeof(uint64_t)));
+    uint64_t *asig = static_cast<uint64_t *>(nvshmem_calloc(T * size, sizeof(uint64_t)));
+    uint64_t *src = nullptr;
+    unsigned long long *tt = nullptr;
+    CHECK_CUDA(cudaMalloc(&src, T * sizeof(uint64_t)));
+    CHECK_CUDA(cudaMalloc(&tt, 2 * sizeof(unsigned long long)));
+    const int rounds = 20;
+    for (int rep = 0; rep < 2 && data && asig; ++rep) {
+      CHECK_CUDA(cudaMemset(asig, 0, T * size * sizeof(uint64_t)));
+      const unsigned long long init[2] = {~0ull, 0};
+      CHECK_CUDA(cudaMemcpy(tt, init, sizeof init, cudaMemcpyHostToDevice));
+      CHECK_CUDA(cudaDeviceSynchronize());
+      nvshmem_barrier_all();
+      a2a<<<blocks, 256>>>(data, asig, src, rounds, me, size, tt, tt + 1);
+      CHECK_CUDA(cudaDeviceSynchronize());
+      unsigned long long v[2], all[2] = {0, 0};
+      CHECK_CUDA(cudaMemcpy(v, tt, sizeof v, cudaMemcpyDeviceToHost));
+      MPI_Reduce(&v[0], &all[0], 1, MPI_UNSIGNED_LONG_LONG, MPI_MIN, 0, MPI_COMM_WORLD);
+      MPI_Reduce(&v[1], &all[1], 1, MPI_UNSIGNED_LONG_LONG, MPI_MAX, 0, MPI_COMM_WORLD);
+      char name[32];
+      std::snprintf(name, sizeof name, "a2a/%dgpu", size);
+      const double msgs = double(T) * rounds * (size - 1) * size;
+      if (me == 0 && rep == 1) row(name, 8, msgs / ((all[1] - all[0]) / 1e9) / 1e6, "Mmsg/s");
+    }
     nvshmem_barrier_all();
-    pingpong<<<1, 32>>>(buf, sig, n, iters, warm, peer, me == 0, ns);
-    CHECK_CUDA(cudaDeviceSynchronize());
-    unsigned long long t = 0;
-    CHECK_CUDA(cudaMemcpy(&t, ns, sizeof t, cudaMemcpyDeviceToHost));
-    if (me == 0) row("putsig", n, t / 1e3 / (2.0 * iters), "us");
+    if (data) nvshmem_free(data);
+    if (asig) nvshmem_free(asig);
+    cudaFree(src);
+    cudaFree(tt);
   }
   {
     int sms = 0;
@@ -140,7 +227,7 @@ int main(int argc, char **argv) {
     CHECK_CUDA(cudaMemset(sig, 0, sizeof(uint64_t)));
     CHECK_CUDA(cudaDeviceSynchronize());
     nvshmem_barrier_all();
-    stream<<<sms, 512>>>(buf, sig, maxn, rounds, peer, me == 0, ns);
+    if (me < 2) stream<<<sms, 512>>>(buf, sig, maxn, rounds, peer, me == 0, ns);
     CHECK_CUDA(cudaDeviceSynchronize());
     unsigned long long t = 0;
     CHECK_CUDA(cudaMemcpy(&t, ns, sizeof t, cudaMemcpyDeviceToHost));

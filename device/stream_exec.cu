@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <mutex>
+#include <unordered_map>
 
 #include "cuda_check.h"
 #include "mpix_device/ops.cuh"
@@ -26,6 +27,17 @@ constexpr int kWaitBlocks = 16;
 struct WaitInline {
   MPIX_Device_request *reqs[kWaitInline];
   ExecResult *results[kWaitInline];
+};
+
+// Receives whose start was left to the wait that completes them (see
+// StreamExec::irecv): request i of the list starts there when bit i of
+// `mask` is set.
+struct RecvStarts {
+  void *buf[kWaitInline];
+  std::uint64_t bytes[kWaitInline];
+  int peer[kWaitInline], tag[kWaitInline];
+  std::uint32_t seq[kWaitInline];
+  std::uint32_t mask;
 };
 
 constexpr int kRequestChunk = 256;
@@ -63,13 +75,25 @@ unsigned threads_for(std::size_t bytes, unsigned limit) {
 // Every lane calls it with the same r.
 __device__ int block_test(const MPIX_Device_comm *h, MPIX_Device_request *r) {
   __shared__ int s_rc;
-  __shared__ uint32_t s_first, s_k;
+  __shared__ uint32_t s_first, s_k, s_mid;
   const unsigned lane = threadIdx.x, lanes = blockDim.x;
   for (;;) {
     if (lane == 0) {
       s_k = 0;
+      s_mid = 0;
       s_first = r->next;
-      if (r->state == MPIXD_SEND) {
+      if (r->state == MPIXD_SEND && (r->flags & MPIXD_R_MID)) {
+        // Medium: slots and way, then announced; the lanes write the lines.
+        if (!(r->flags & MPIXD_R_TICKETS) &&
+            mpixd_mid_claim(h, r->peer, r->chan, r->nslots, &r->ticket) == MPIX_DEVICE_SUCCESS)
+          r->flags |= MPIXD_R_TICKETS;
+        uint32_t slot;
+        if ((r->flags & MPIXD_R_TICKETS) && mpixd_claim_slot(h, r->peer, r->tag, r->seq, &slot)) {
+          mpixd_mid_post(h, r->peer, h->bases[r->peer], slot, r->tag, r->seq, (uint32_t)r->bytes, r->ticket);
+          r->flags |= MPIXD_R_POSTED;
+          s_mid = 1;
+        }
+      } else if (r->state == MPIXD_SEND) {
         // Tickets and the table entry, as mpixd_send_progress takes them.
         bool posted = true;
         if (r->nslots > 0 && !(r->flags & MPIXD_R_TICKETS)) {
@@ -105,7 +129,9 @@ __device__ int block_test(const MPIX_Device_comm *h, MPIX_Device_request *r) {
         }
       } else if (r->state == MPIXD_RECV_WAIT || r->state == MPIXD_RECV_BOUND) {
         if (r->state == MPIXD_RECV_WAIT) mpixd_recv_match(h, r);
-        if (r->state == MPIXD_RECV_BOUND) {
+        if (r->state == MPIXD_RECV_BOUND && (r->flags & MPIXD_R_MID)) {
+          s_mid = 1;
+        } else if (r->state == MPIXD_RECV_BOUND) {
           uint32_t k = 0;
           while (r->next + k < r->nslots && k < MPIXD_BLOCK_BATCH &&
                  mpixd_arrived_relaxed(h, r->peer, r->chan, r->ticket + r->next + k))
@@ -118,6 +144,23 @@ __device__ int block_test(const MPIX_Device_comm *h, MPIX_Device_request *r) {
       }
     }
     __syncthreads();
+    if (s_mid) {
+      // A medium message's lines, by every lane, in one round.
+      const bool send = r->state == MPIXD_SEND;
+      if (send) mpixd_mid_put(h, r->peer, r->chan, r->ticket, r->buf, r->bytes, lane, lanes);
+      else mpixd_mid_get(h, r, lane, lanes);
+      __syncthreads();
+      if (lane == 0) {
+        if (!send) mpixd_mid_release(h, r, 0);
+        r->state = MPIXD_INACTIVE;
+        r->status = send ? MPIX_DEVICE_SUCCESS : r->msg_bytes > r->bytes ? MPIX_DEVICE_ERR_TRUNCATE : MPIX_DEVICE_SUCCESS;
+        s_rc = r->status;
+      }
+      __syncthreads();
+      const int rc = s_rc;
+      __syncthreads();
+      return rc;
+    }
     const uint32_t first = s_first, k = s_k;
     const bool send = r->state == MPIXD_SEND;
     for (uint32_t j = first; j < first + k; ++j) {
@@ -186,7 +229,7 @@ __device__ __forceinline__ void after_previous() {
 struct WideState {
   volatile std::uint32_t op;
   int rc;
-  std::uint32_t chan, ticket, nslots;
+  std::uint32_t chan, ticket, nslots, mid;
   std::uint64_t msg_bytes;
   // The table way the last blocking receive took: freeing it (a remote
   // atomic) is left to the next kernel of ours, after its own work, so
@@ -268,6 +311,7 @@ __global__ void __launch_bounds__(1024) recv_wide_kernel(const MPIX_Device_comm 
     MPIX_Device_request r;
     w->rc = mpixd_check(hp, buf, bytes, peer, tag, &r);
     w->nslots = 0;
+    w->mid = 0;
     w->msg_bytes = 0;
     if (w->rc == MPIX_DEVICE_SUCCESS) {
       uint64_t key = 0, payload = 0;
@@ -278,6 +322,7 @@ __global__ void __launch_bounds__(1024) recv_wide_kernel(const MPIX_Device_comm 
         w->chan = r.chan;
         w->ticket = r.ticket;
         w->nslots = r.nslots;
+        w->mid = (r.flags & MPIXD_R_MID) != 0;
       }
       w->msg_bytes = r.msg_bytes;
       const int rc = r.msg_bytes > bytes ? MPIX_DEVICE_ERR_TRUNCATE : MPIX_DEVICE_SUCCESS;
@@ -299,6 +344,18 @@ __global__ void __launch_bounds__(1024) recv_wide_kernel(const MPIX_Device_comm 
   r.ticket = w->ticket;
   r.nslots = w->nslots;
   r.msg_bytes = w->msg_bytes;
+  if (w->mid) {
+    // A medium message into a large buffer: block 0 copies it alone.
+    if (blockIdx.x != 0) return;
+    r.flags = MPIXD_R_MID;
+    mpixd_mid_get(hp, &r, threadIdx.x, blockDim.x);
+    __syncthreads();
+    if (threadIdx.x == 0) {
+      mpixd_mid_release(hp, &r, 0);
+      flush_deferred(hp, w);
+    }
+    return;
+  }
   for (uint32_t j = blockIdx.x; j < r.nslots; j += gridDim.x) {
     if (threadIdx.x == 0) {
       unsigned ns = MPIXD_BACKOFF_MIN_NS;
@@ -459,9 +516,25 @@ __device__ void wait_all(const MPIX_Device_comm *h, MPIX_Device_request *const *
   }
 }
 
-__global__ void wait_inline_kernel(const MPIX_Device_comm h, WaitInline list, int n, WideState *w,
-                                   ExecFailure *failure, std::uint32_t op) {
+__global__ void wait_inline_kernel(const MPIX_Device_comm h, WaitInline list, RecvStarts starts, int n,
+                                   WideState *w, ExecFailure *failure, std::uint32_t op) {
   after_previous();
+  // The receives left to this wait start here, each by the block that
+  // drives it (as start_kernel would have: a bad argument completes it).
+  if (threadIdx.x == 0)
+    for (int i = blockIdx.x; i < n; i += gridDim.x) {
+      if (!((starts.mask >> i) & 1u)) continue;
+      MPIX_Device_request *r = list.reqs[i];
+      const int rc = mpixd_check(&h, starts.buf[i], starts.bytes[i], starts.peer[i], starts.tag[i], r);
+      if (rc != MPIX_DEVICE_SUCCESS) {
+        r->state = MPIXD_DONE;
+        r->status = rc;
+        r->msg_bytes = 0;
+      } else {
+        mpixd_recv_start(r, starts.buf[i], starts.bytes[i], starts.peer[i], starts.tag[i], starts.seq[i]);
+      }
+    }
+  __syncthreads();
   wait_all(&h, list.reqs, list.results, n, failure, op);
   if (blockIdx.x == 0 && threadIdx.x == 0) flush_deferred(&h, w);
 }
@@ -542,6 +615,17 @@ struct StreamExec::Impl {
   unsigned send_limit = 32, recv_limit = 32, start_limit = 32, wait_limit = 32, wide_limit = 32;
   unsigned wide_blocks = 16;
   WideState *wide = nullptr;  // device memory
+  // Receives not started yet: their wait starts them (see irecv).
+  struct PendingRecv {
+    void *buf;
+    std::size_t bytes;
+    int peer, tag;
+    std::uint32_t seq;
+  };
+  std::unordered_map<DeviceRequest, PendingRecv> pending_recvs;
+  // Starts a pending receive by a kernel of its own (a wait that cannot
+  // carry it).
+  Status start_pending(DeviceRequest r);
 
   ~Impl() {
     // Kernels of the stream may still use these: the communicator is being
@@ -644,11 +728,25 @@ Status StreamExec::isend(DeviceRequest r, const void *buf, std::size_t bytes, in
                 seq, m.wide);
 }
 
+// A receive's start only records what it waits for (the message is
+// numbered already, so when it starts does not change what it matches, and
+// nothing but its wait looks at it): it is left to the wait that completes
+// it, which saves a kernel launch per receive (a halo exchange's
+// Irecv/Isend/Waitall is two launches instead of three).
 Status StreamExec::irecv(DeviceRequest r, void *buf, std::size_t bytes, int peer, int tag, std::uint32_t seq) {
   Impl &m = *impl_;
   if (!m.current()) return Status::kCudaError;
-  return launch(start_kernel, 1, 32, m.stream, m.h, r, false, static_cast<const void *>(buf), bytes, peer, tag, seq,
-                m.wide);
+  m.pending_recvs[r] = Impl::PendingRecv{buf, bytes, peer, tag, seq};
+  return Status::kOk;
+}
+
+Status StreamExec::Impl::start_pending(DeviceRequest r) {
+  const auto it = pending_recvs.find(r);
+  if (it == pending_recvs.end()) return Status::kOk;
+  const PendingRecv p = it->second;
+  pending_recvs.erase(it);
+  return launch(start_kernel, 1, 32, stream, h, r, false, static_cast<const void *>(p.buf), p.bytes, p.peer, p.tag,
+                p.seq, wide);
 }
 
 Status StreamExec::wait(const std::vector<DeviceRequest> &reqs, const std::vector<ExecResult *> &results,
@@ -663,12 +761,24 @@ Status StreamExec::wait(const std::vector<DeviceRequest> &reqs, const std::vecto
   const unsigned threads = std::min(256u, m.wait_limit);
   if (n <= kWaitInline) {
     WaitInline list{};
+    RecvStarts starts{};
     for (int i = 0; i < n; ++i) {
       list.reqs[i] = reqs[i];
       list.results[i] = results.empty() ? nullptr : results[i];
+      const auto it = m.pending_recvs.find(reqs[i]);
+      if (it == m.pending_recvs.end()) continue;
+      starts.buf[i] = it->second.buf;
+      starts.bytes[i] = it->second.bytes;
+      starts.peer[i] = it->second.peer;
+      starts.tag[i] = it->second.tag;
+      starts.seq[i] = it->second.seq;
+      starts.mask |= 1u << i;
+      m.pending_recvs.erase(it);
     }
-    return launch(wait_inline_kernel, blocks, threads, m.stream, m.h, list, n, m.wide, m.failure, op);
+    return launch(wait_inline_kernel, blocks, threads, m.stream, m.h, list, starts, n, m.wide, m.failure, op);
   }
+  for (int i = 0; i < n; ++i)
+    if (const Status st = m.start_pending(reqs[i]); st != Status::kOk) return st;
   // The list goes to the device in stream order: a pageable source is
   // staged by the driver before cudaMemcpyAsync returns, so the vectors
   // may go once this call returns.
@@ -707,7 +817,9 @@ DeviceRequest StreamExec::take_request() {
 }
 
 void StreamExec::give_back(DeviceRequest r) {
-  if (r != nullptr) impl_->free_requests.push_back(r);
+  if (r == nullptr) return;
+  impl_->pending_recvs.erase(r);
+  impl_->free_requests.push_back(r);
 }
 
 ExecResult *StreamExec::take_result() {

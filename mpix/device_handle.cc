@@ -2,6 +2,7 @@
 // (include/mpix_device.h). What a handle owns (IPC mailboxes, or the proxy
 // queue) hangs on the communicator as an attribute, so MPI_Comm_free (or
 // MPI_Finalize) releases it.
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <memory>
@@ -54,7 +55,8 @@ Layout layout_from_config() {
   const Config &cfg = runtime().config;
   return Layout{static_cast<unsigned>(cfg.device_channels), static_cast<unsigned>(cfg.device_ring),
                 static_cast<unsigned>(cfg.device_slot_bytes), static_cast<unsigned>(cfg.device_table),
-                static_cast<unsigned>(cfg.device_keys), static_cast<unsigned>(cfg.device_lane_tags)};
+                static_cast<unsigned>(cfg.device_keys), static_cast<unsigned>(cfg.device_lane_tags),
+                static_cast<unsigned>(cfg.device_mid_ring), static_cast<unsigned>(cfg.device_mid_max)};
 }
 
 Err create(MPI_Comm comm, bool ipc_only, const Layout &layout, std::unique_ptr<DeviceHandle> *out) {
@@ -63,14 +65,18 @@ Err create(MPI_Comm comm, bool ipc_only, const Layout &layout, std::unique_ptr<D
   PMPI_Comm_size(comm, &h.size);
   // Agreed on: the layouts must be identical.
   const Config &cfg = runtime().config;
-  unsigned sizes[6] = {layout.channels, layout.ring, layout.slot_bytes, layout.table, layout.keys, layout.lane_tags};
-  PMPI_Allreduce(MPI_IN_PLACE, sizes, 6, MPI_UNSIGNED, MPI_MAX, comm);
+  unsigned sizes[8] = {layout.channels, layout.ring,      layout.slot_bytes, layout.table,
+                       layout.keys,     layout.lane_tags, layout.mid_ring,   layout.mid_max};
+  PMPI_Allreduce(MPI_IN_PLACE, sizes, 8, MPI_UNSIGNED, MPI_MAX, comm);
   h.channels = sizes[0];
   h.slots = sizes[1];
   h.slot_bytes = sizes[2];
   h.buckets = sizes[3];
   h.keys = sizes[4];
   h.lane_tags = sizes[5];
+  // Medium messages: a message never needs more slots than its ring has.
+  h.mid_max = std::min(sizes[7], sizes[6] * (MPIXD_MID_SLOT_BYTES / 2));
+  h.mid_slots = h.mid_max > 0 ? sizes[6] : 0;
   int *tag_ub = nullptr;
   int has_ub = 0;
   PMPI_Comm_get_attr(MPI_COMM_WORLD, MPI_TAG_UB, &tag_ub, &has_ub);

@@ -43,7 +43,7 @@ struct DeviceHandle {
 // The sizes of a device communicator's mailboxes (see
 // MPIX_Comm_device_handle(3)); every rank must use the same.
 struct Layout {
-  unsigned channels, ring, slot_bytes, table, keys, lane_tags;
+  unsigned channels, ring, slot_bytes, table, keys, lane_tags, mid_ring, mid_max;
 };
 // What the MPIX_DEVICE_* settings ask for.
 Layout layout_from_config();

@@ -47,6 +47,8 @@ struct Config {
   long device_channels;       // MPIX_DEVICE_CHANNELS
   long device_ring;           // MPIX_DEVICE_RING
   long device_slot_bytes;     // MPIX_DEVICE_SLOT_BYTES
+  long device_mid_max;        // MPIX_DEVICE_MID_MAX
+  long device_mid_ring;       // MPIX_DEVICE_MID_RING
   long device_proxy_queue;    // MPIX_DEVICE_PROXY_QUEUE
   long device_proxy_inline;   // MPIX_DEVICE_PROXY_INLINE
   bool device_far_cells;      // MPIX_DEVICE_FAR_CELLS

@@ -1,7 +1,7 @@
 # `make check`: unit tests, MPI tests (under mpiexec) and GPU tests (skipped
 # visibly without a GPU), all run by test/runtests, which prints the tally.
 EXTRA_DIST += test/runtests test/check-symbols.sh test/check-install.sh test/gpu/check-ptx.sh test/install/consumer.c \
-	test/fuzz/run.sh test/fuzz/fuzz_matcher.cc test/fuzz/corpus test/check-errors-doc.sh test/check-plots.sh test/check-demo.sh \
+	test/fuzz/run.sh test/fuzz/fuzz_matcher.cc test/fuzz/corpus test/check-errors-doc.sh test/check-cu-deps.sh test/check-plots.sh test/check-demo.sh \
 	test/fuzz/fuzz_wire.cc test/fuzz/fuzz_gpu_wire.cc test/fuzz/fuzz_proxy.cc test/fuzz/seeds.py \
 	test/install/CMakeLists.txt
 MPIX_TESTLISTS = test/mpi/testlist
@@ -45,6 +45,7 @@ check-local: all
 	  --script $(top_srcdir)/test/gpu/check-ptx.sh \
 	  --script $(top_srcdir)/test/fuzz/run.sh \
 	  --script $(top_srcdir)/test/check-errors-doc.sh \
+	  --script $(top_srcdir)/test/check-cu-deps.sh \
 	  --script $(top_srcdir)/test/check-plots.sh \
 	  --script $(top_srcdir)/test/check-demo.sh \
 	  $(foreach l,$(MPIX_TESTLISTS),--testlist $(l)) $(MPIX_TEST_SKIPS) \

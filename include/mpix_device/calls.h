@@ -18,6 +18,22 @@
  * longer one claims them up front and streams), the table entry, then the
  * chunks the ring has room for. */
 MPIXD_HD int mpixd_send_progress(const MPIX_Device_comm *h, MPIX_Device_request *r) {
+  if (r->flags & MPIXD_R_MID) {
+    /* Medium: its slots, its way, then lines and announcement at once. */
+    if (!(r->flags & MPIXD_R_TICKETS)) {
+      if (mpixd_mid_claim(h, r->peer, r->chan, r->nslots, &r->ticket) != MPIX_DEVICE_SUCCESS)
+        return MPIX_DEVICE_PENDING;
+      r->flags |= MPIXD_R_TICKETS;
+    }
+    uint32_t slot;
+    if (!mpixd_claim_slot(h, r->peer, r->tag, r->seq, &slot)) return MPIX_DEVICE_PENDING;
+    mpixd_mid_put(h, r->peer, r->chan, r->ticket, r->buf, r->bytes, 0, 1);
+    mpixd_mid_post(h, r->peer, h->bases[r->peer], slot, r->tag, r->seq, (uint32_t)r->bytes, r->ticket);
+    r->flags |= MPIXD_R_POSTED;
+    r->state = MPIXD_DONE;
+    r->status = MPIX_DEVICE_SUCCESS;
+    return MPIX_DEVICE_SUCCESS;
+  }
   if (r->nslots > 0 && !(r->flags & MPIXD_R_TICKETS)) {
     mpixd_schan *sc = mpixd_schan_of(h, h->local, r->peer, r->chan);
     if (r->nslots <= h->slots) {
@@ -62,11 +78,12 @@ MPIXD_HD void mpixd_send_init(const MPIX_Device_comm *h, MPIX_Device_request *r,
   r->bytes = bytes;
   r->msg_bytes = bytes;
   r->chan = mpixd_channel(h, tag);
-  r->nslots = mpixd_nslots(h, bytes);
+  const bool mid = mpixd_mid(h, peer, bytes);
+  r->nslots = mid ? mpixd_mid_nslots(bytes) : mpixd_nslots(h, bytes);
   r->ticket = 0;
   r->next = 0;
   r->seq = seq;
-  r->flags = 0;
+  r->flags = mid ? MPIXD_R_MID : 0;
   r->status = MPIX_DEVICE_PENDING;
   r->state = MPIXD_SEND;
 }
@@ -158,6 +175,21 @@ MPIXD_HD void mpixd_recv_take_ex(const MPIX_Device_comm *h, MPIX_Device_request 
   const bool lane = (s & MPIXD_SLOT_LANE) != 0;
   uint64_t *cell = mpixd_cell(h, h->local, r->peer, s);
   const bool near = mpixd_near(h, r->peer);
+  if ((key & MPIXD_KEY_SIZE) == MPIXD_KEY_MID) {
+    /* Its ticket and size came with the key (a lane cell's load) or come
+     * with the take (a table way's exchange); the lines are waited for
+     * by whoever copies them out. */
+    if (lane) {
+      mpixd_lane_pass(h, r->peer, src_base, r->tag, r->seq, mpixd_zero_of(key) | mpixd_zero_of(payload));
+    } else {
+      uint64_t taken = 0;
+      payload = mpixd_cell_take(cell, near, &taken);
+      if (defer) *defer = s | MPIXD_DEFER_TINY;
+      else mpixd_free_tiny_way(h, r->peer, src_base, s, taken ^ key);
+    }
+    mpixd_mid_bind(h, r, payload);
+    return;
+  }
   /* The way is freed before the payload is stored into the user's buffer:
    * freeing it is a release, which waits for this thread's earlier stores,
    * and the user's buffer need not be among them (its payload sits in
@@ -233,6 +265,11 @@ MPIXD_HD bool mpixd_recv_match(const MPIX_Device_comm *h, MPIX_Device_request *r
 
 MPIXD_HD int mpixd_recv_progress(const MPIX_Device_comm *h, MPIX_Device_request *r) {
   if (r->state == MPIXD_RECV_WAIT && !mpixd_recv_match(h, r)) return MPIX_DEVICE_PENDING;
+  if (r->state == MPIXD_RECV_BOUND && (r->flags & MPIXD_R_MID)) {
+    mpixd_mid_release(h, r, mpixd_mid_get(h, r, 0, 1));
+    r->state = MPIXD_DONE;
+    r->status = r->msg_bytes > r->bytes ? MPIX_DEVICE_ERR_TRUNCATE : MPIX_DEVICE_SUCCESS;
+  }
   if (r->state == MPIXD_RECV_BOUND) {
     const uint32_t start = r->next;
     while (r->next < r->nslots && mpixd_arrived(h, r->peer, r->chan, r->ticket + r->next)) {

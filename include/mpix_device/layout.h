@@ -51,8 +51,8 @@ MPIXD_HD uint32_t mpixd_rchan_bytes(uint32_t slots) {
   return (uint32_t)mpixd_align(sizeof(mpixd_rchan) + 4ull * slots, 128);
 }
 
-/* Fills the offsets of h (size, channels, slots, slot_bytes, buckets, keys
- * set) for a mailbox that starts with `header` bytes of the library's own;
+/* Fills the offsets of h (size, channels, slots, slot_bytes, buckets, keys,
+ * lane_tags, mid_slots set) for a mailbox that starts with `header` bytes of the library's own;
  * returns the mailbox size. Everything starts zeroed. */
 MPIXD_HD uint64_t mpixd_layout(MPIX_Device_comm *h, uint64_t header) {
   const uint64_t n = (uint64_t)h->size;
@@ -74,7 +74,11 @@ MPIXD_HD uint64_t mpixd_layout(MPIX_Device_comm *h, uint64_t header) {
   h->off_lcells = mpixd_align(h->off_schan + rings * sizeof(mpixd_schan), 256);
   h->off_lents = mpixd_align(h->off_lcells + lane_cells * 2 * sizeof(uint64_t), 256);
   h->off_lturns = mpixd_align(h->off_lents + lane_cells * sizeof(mpixd_ment), 256);
-  return mpixd_align(h->off_lturns + lane_cells * sizeof(uint32_t), 256);
+  h->mrchan_bytes = h->mid_slots ? mpixd_rchan_bytes(h->mid_slots) : 0;
+  h->off_mstaging = mpixd_align(h->off_lturns + lane_cells * sizeof(uint32_t), 256);
+  h->off_mrchan = mpixd_align(h->off_mstaging + rings * h->mid_slots * (uint64_t)MPIXD_MID_SLOT_BYTES, 256);
+  h->off_mschan = mpixd_align(h->off_mrchan + rings * h->mrchan_bytes, 256);
+  return mpixd_align(h->off_mschan + (h->mid_slots ? rings * sizeof(mpixd_schan) : 0), 256);
 }
 
 /* Cells ({match key, tiny payload}, 16 bytes a way) and entries of the
@@ -108,6 +112,19 @@ MPIXD_HD uint32_t *mpixd_slot_states(mpixd_rchan *rc) { return (uint32_t *)(rc +
 /* Sender side for `dst` in mailbox `base` (the sender's). */
 MPIXD_HD mpixd_schan *mpixd_schan_of(const MPIX_Device_comm *h, char *base, int dst, uint32_t c) {
   return (mpixd_schan *)(base + h->off_schan + ((uint64_t)dst * h->channels + c) * sizeof(mpixd_schan));
+}
+
+/* Medium rings (mid.h): (source, channel) in the receiver's mailbox, the
+ * sender's side for (destination, channel) in the sender's. */
+MPIXD_HD unsigned char *mpixd_mid_slot(const MPIX_Device_comm *h, char *base, int src, uint32_t c, uint32_t slot) {
+  return (unsigned char *)(base + h->off_mstaging +
+                           (((uint64_t)src * h->channels + c) * h->mid_slots + slot) * MPIXD_MID_SLOT_BYTES);
+}
+MPIXD_HD mpixd_rchan *mpixd_mid_rchan_of(const MPIX_Device_comm *h, int src, uint32_t c) {
+  return (mpixd_rchan *)(h->local + h->off_mrchan + ((uint64_t)src * h->channels + c) * h->mrchan_bytes);
+}
+MPIXD_HD mpixd_schan *mpixd_mid_schan_of(const MPIX_Device_comm *h, char *base, int dst, uint32_t c) {
+  return (mpixd_schan *)(base + h->off_mschan + ((uint64_t)dst * h->channels + c) * sizeof(mpixd_schan));
 }
 
 /* Whether peer shares this GPU: then its synchronisations need only GPU

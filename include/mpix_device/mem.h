@@ -12,10 +12,16 @@
 
 #if defined(__CUDACC__)
 #define MPIXD_HD __host__ __device__ __forceinline__
+/* Loops that keep many loads in flight: a call of their own, so that the
+ * register pressure of the caller (a kernel of 512 threads gets 128) does
+ * not spill their batch, each load then waited for before the next. */
+#define MPIXD_HD_LOOP inline __host__ __device__ __noinline__
 #elif defined(__cplusplus)
 #define MPIXD_HD inline
+#define MPIXD_HD_LOOP inline
 #else
 #define MPIXD_HD static inline
+#define MPIXD_HD_LOOP static inline
 #endif
 #ifndef __cplusplus
 #include <stdbool.h>
@@ -23,6 +29,14 @@
 
 #if !defined(__CUDA_ARCH__)
 #include <sched.h>
+#endif
+
+/* Unrolls the loop after it in device code (where a batch's registers must
+ * not become local memory); nothing on the host. */
+#if defined(__CUDA_ARCH__)
+#define MPIXD_UNROLL _Pragma("unroll")
+#else
+#define MPIXD_UNROLL
 #endif
 
 /* ---- memory primitives: device and host flavours ---- */

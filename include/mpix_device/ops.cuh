@@ -185,15 +185,23 @@ __device__ inline int mpixd_send_block(const MPIX_Device_comm *h, const void *bu
       r->buf = (void *)buf;
       r->bytes = bytes;
       r->chan = mpixd_channel(h, tag);
-      r->nslots = mpixd_nslots(h, bytes);
+      r->flags = mpixd_mid(h, peer, bytes) ? MPIXD_R_MID : 0;
+      r->nslots = r->flags ? 0 : mpixd_nslots(h, bytes);
       r->seq = seq;
       r->ticket = 0;
+      unsigned ns = MPIXD_BACKOFF_MIN_NS;
+      if (r->flags)
+        while (mpixd_mid_claim(h, peer, r->chan, mpixd_mid_nslots(bytes), &r->ticket) != MPIX_DEVICE_SUCCESS)
+          mpixd_backoff(&ns, MPIXD_BACKOFF_IPC_NS);
       if (r->nslots > 0) r->ticket = mpixd_fetch_add(&mpixd_schan_of(h, h->local, peer, r->chan)->tail, r->nslots);
       uint32_t slot;
-      unsigned ns = MPIXD_BACKOFF_MIN_NS;
+      ns = MPIXD_BACKOFF_MIN_NS;
       while (!mpixd_claim_slot(h, peer, tag, seq, &slot)) mpixd_backoff(&ns, MPIXD_BACKOFF_IPC_NS);
       char *const base = h->bases[peer];
-      if (r->nslots == 0) mpixd_post_small(h, peer, base, slot, tag, seq, (uint32_t)bytes, buf);
+      /* A medium message is announced before its lines are written: the
+       * receiver waits for each line's flag. */
+      if (r->flags) mpixd_mid_post(h, peer, base, slot, tag, seq, (uint32_t)bytes, r->ticket);
+      else if (r->nslots == 0) mpixd_post_small(h, peer, base, slot, tag, seq, (uint32_t)bytes, buf);
       else mpixd_post_entry(h, peer, base, slot, tag, seq, (uint32_t)bytes, r->chan, r->ticket, r->nslots, buf);
     }
   }
@@ -202,6 +210,11 @@ __device__ inline int mpixd_send_block(const MPIX_Device_comm *h, const void *bu
   if (rc != MPIX_DEVICE_SUCCESS) {
     __syncthreads();  // every lane read s_rc before a next call rewrites it
     return rc;
+  }
+  if (s_req.flags & MPIXD_R_MID) {
+    mpixd_mid_put(h, peer, s_req.chan, s_req.ticket, buf, bytes, lane, lanes);
+    __syncthreads();  // every lane has read buf: the call may return
+    return MPIX_DEVICE_SUCCESS;
   }
   const uint32_t n = s_req.nslots;
   const bool near = mpixd_near(h, peer);
@@ -277,7 +290,12 @@ __device__ inline int mpixd_recv_block(const MPIX_Device_comm *h, void *buf, siz
     __syncthreads();  // all lanes read s_rc before a next call rewrites it
     return rc;
   }
-  const uint32_t n = s_req.state == MPIXD_RECV_BOUND ? s_req.nslots : 0;
+  if (s_req.state == MPIXD_RECV_BOUND && (s_req.flags & MPIXD_R_MID)) {
+    mpixd_mid_get(h, &s_req, lane, lanes);
+    __syncthreads();  // every lane has its lines: the slots may be reused
+    if (lane == 0) mpixd_mid_release(h, &s_req, 0);
+  }
+  const uint32_t n = s_req.state == MPIXD_RECV_BOUND && !(s_req.flags & MPIXD_R_MID) ? s_req.nslots : 0;
   for (uint32_t next = 0; next < n;) {
     if (lane == 0) {
       /* Relaxed polls, then one fence: it orders every lane's reads of the

@@ -72,6 +72,9 @@
  * the holder, which looks again after unlocking (a lock is only ever tried,
  * never waited for: see mpixd_try_lock).
  *
+ * Medium messages (above MPIXD_INLINE up to mid_max, to peers with
+ * cells): flagged lines in a medium ring, one hand-over each (mid.h).
+ *
  * Progress guarantee: on the IPC path a device call only ever waits for the
  * peer's device threads (on the proxy path also for mpix's progress thread).
  * Kernels in different processes always progress relative to each other: no
@@ -97,6 +100,7 @@
 #include "table.h"  /* the message table */
 #include "lanes.h"  /* lanes, and the choice of a lane cell or the table */
 #include "ring.h"   /* the payload rings */
+#include "mid.h"    /* medium messages: flagged lines, one hand-over */
 #include "checks.h" /* argument checks */
 
 #endif

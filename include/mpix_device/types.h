@@ -28,6 +28,7 @@
 #define MPIXD_DIRECT_TAGS 4096u /* tags numbered by counters at fixed places (no key-table lookup) */
 #define MPIXD_LANE 8u    /* cells per lane key: its messages in flight at most */
 #define MPIXD_SLOT_LANE 0x40000000u /* a slot index that names a lane cell, not a table way */
+#define MPIXD_MID_SLOT_BYTES 1024u /* bytes of a medium ring slot: 64 lines of 8 payload bytes and their flags */
 
 #ifdef __cplusplus
 extern "C" {
@@ -52,7 +53,13 @@ typedef struct MPIX_Device_comm {
   uint64_t off_lcells;  /* lanes: cells ({match key, tiny payload}), per (source, lane tag) */
   uint64_t off_lents;   /* lanes: entries beside them */
   uint64_t off_lturns;  /* lanes, sender side: each cell's next turn, per (destination, lane tag) */
+  uint64_t off_mstaging; /* medium rings: flagged lines, per (source, channel) */
+  uint64_t off_mrchan;  /* medium rings: release state and slot states */
+  uint64_t off_mschan;  /* medium rings: sender side, ticket counter and credit */
   uint32_t rchan_bytes;
+  uint32_t mrchan_bytes;
+  uint32_t mid_slots;   /* medium ring slots (power of two; 0: no medium rings) */
+  uint32_t mid_max;     /* largest medium message (payload bytes; 0: none) */
   uint32_t channels;    /* power of two */
   uint32_t slots;       /* power of two */
   uint32_t slot_bytes;  /* multiple of 256 */
@@ -98,6 +105,9 @@ enum mpixd_req_state { MPIXD_INACTIVE = 0, MPIXD_SEND, MPIXD_RECV_WAIT, MPIXD_RE
 /* Request flags of a send: ring tickets held, entry published. */
 #define MPIXD_R_TICKETS 1u
 #define MPIXD_R_POSTED 2u
+/* A send or a bound receive of a medium message (ticket and nslots name
+ * its medium ring slots: see mid.h). */
+#define MPIXD_R_MID 4u
 
 #define MPIXD_PATH_IPC 0
 #define MPIXD_PATH_PROXY 1

@@ -448,6 +448,144 @@ void test_sizes(const MPIX_Device_comm &h) {
   MPI_Barrier(MPI_COMM_WORLD);
 }
 
+__device__ unsigned rng(unsigned &s);
+
+// ---- 1b. medium messages (issue 26): flagged lines, one hand-over ----
+
+__global__ void thread_send(MPIX_Device_comm c, int peer, const unsigned char *buf, size_t n, int tag, int *code) {
+  *code = MPIX_Send(buf, n, peer, tag, c);
+}
+__global__ void thread_recv(MPIX_Device_comm c, int peer, unsigned char *buf, size_t cap, int tag, int *code,
+                            size_t *got) {
+  *code = MPIX_Recv(buf, cap, peer, tag, c, got);
+}
+
+// Medium-ring tickets this rank has taken towards peer (all channels): a
+// medium message's slots, so the test sees which path carried it.
+unsigned long long mid_tickets(const MPIX_Device_comm &h, int peer) {
+  if (h.path != MPIXD_PATH_IPC || h.mid_slots == 0) return 0;
+  unsigned long long sum = 0;
+  for (uint32_t c = 0; c < h.channels; ++c) {
+    uint32_t t = 0;
+    CHECK_CUDA(cudaMemcpy(&t, &mpixd_mid_schan_of(&h, h.local, peer, c)->tail, sizeof t, cudaMemcpyDeviceToHost));
+    sum += t;
+  }
+  return sum;
+}
+
+// Thread g sends `msgs` messages of 33 .. 4128 bytes to thread g of the
+// peer on tag 20000 + g (the table), each refilled right after its send
+// returns; the receiver checks each against its pattern.
+__global__ void __launch_bounds__(128) mid_many(MPIX_Device_comm c, int peer, bool sending, int msgs,
+                                                unsigned char *scratch, unsigned *errors) {
+  const unsigned g = blockIdx.x * blockDim.x + threadIdx.x;
+  unsigned char *buf = scratch + size_t(g) * 4160;
+  unsigned s = 99u + g;
+  for (int i = 0; i < msgs; ++i) {
+    const size_t n = 33 + rng(s) % 4096;
+    const unsigned seed = g * 1000u + unsigned(i);
+    if (sending) {
+      for (size_t j = 0; j < n; ++j) buf[j] = pattern(j, seed);
+      if (MPIX_Send(buf, n, peer, 20000 + int(g), c) != MPIX_DEVICE_SUCCESS) atomicAdd(errors, 1u);
+    } else {
+      size_t got = 0;
+      if (MPIX_Recv(buf, 4160, peer, 20000 + int(g), c, &got) != MPIX_DEVICE_SUCCESS || got != n) {
+        atomicAdd(errors, 1u);
+        continue;
+      }
+      for (size_t j = 0; j < n; ++j)
+        if (buf[j] != pattern(j, seed)) {
+          atomicAdd(errors, 1u);
+          break;
+        }
+    }
+  }
+}
+
+void test_mid(const MPIX_Device_comm &h) {
+  // Around the line (8 B), slot (512 B) and MPIX_DEVICE_MID_MAX (8 KiB by
+  // default) boundaries, by one thread and by a block, at odd offsets.
+  const size_t sizes[] = {33, 39, 40, 41, 100, 511, 512, 513, 1000, 2048, 4095, 8191, 8192, 8193, 9000};
+  const bool cells = h.path == MPIXD_PATH_IPC && ((h.cell_peers >> (1 - g_rank)) & 1u) != 0;
+  int tag = 15000;
+  for (size_t n : sizes)
+    for (int block = 0; block < 2; ++block)
+      for (int lane_tag = 0; lane_tag < 2; ++lane_tag) {
+        const int t = lane_tag ? 5 : ++tag;
+        phase("medium messages (test_mid)", long(n));
+        DevArr<int> code(1);
+        if (g_rank == 0) {
+          DevBuf src(n + 1);
+          fill<<<264, 256>>>(src.p + 1, n, unsigned(n + 7 * block));
+          const unsigned long long before = mid_tickets(h, 1);
+          if (block) block_send<<<1, 256>>>(h, 1, src.p + 1, n, t, code.p);
+          else thread_send<<<1, 1>>>(h, 1, src.p + 1, n, t, code.p);
+          CHECK_CUDA(cudaDeviceSynchronize());
+          expect(code.get()[0] == MPIX_DEVICE_SUCCESS, "medium send", long(n));
+          const bool mid = cells && n > MPIXD_INLINE && n <= h.mid_max;
+          expect(mid_tickets(h, 1) - before == (mid ? mpixd_mid_nslots(n) : 0), "medium ring carried it",
+                 long(mid_tickets(h, 1) - before), long(n));
+        } else if (g_rank == 1) {
+          DevBuf dst(n + 3);
+          DevArr<size_t> got(1);
+          if (block) block_recv<<<1, 256>>>(h, 0, dst.p + 3, n + 1, t, code.p, got.p);
+          else thread_recv<<<1, 1>>>(h, 0, dst.p + 3, n + 1, t, code.p, got.p);
+          CHECK_CUDA(cudaDeviceSynchronize());
+          expect(code.get()[0] == MPIX_DEVICE_SUCCESS && got.get()[0] == n, "medium recv", long(n));
+          DevArr<unsigned long long> bad(1);
+          CHECK_CUDA(cudaMemset(bad.p, 0, sizeof(unsigned long long)));
+          verify<<<264, 256>>>(dst.p + 3, n, unsigned(n + 7 * block), bad.p);
+          CHECK_CUDA(cudaDeviceSynchronize());
+          expect(bad.get()[0] == 0, "medium payload intact", long(n));
+          expect(dst.guard_ok(n + 3), "nothing past the medium message", long(n));
+        }
+      }
+  // Truncated: 5000 B into 100 and into 0, by a thread and by a block.
+  for (size_t cap : {size_t(100), size_t(0)})
+    for (int block = 0; block < 2; ++block) {
+      ++tag;
+      phase("medium truncation (test_mid)", long(cap));
+      DevArr<int> code(1);
+      if (g_rank == 0) {
+        DevBuf src(5000);
+        fill<<<264, 256>>>(src.p, 5000, unsigned(tag));
+        thread_send<<<1, 1>>>(h, 1, src.p, 5000, tag, code.p);
+        CHECK_CUDA(cudaDeviceSynchronize());
+        expect(code.get()[0] == MPIX_DEVICE_SUCCESS, "send of a truncated medium message");
+      } else if (g_rank == 1) {
+        DevBuf dst(cap + 1);
+        DevArr<size_t> got(1);
+        if (block) block_recv<<<1, 256>>>(h, 0, cap ? dst.p : nullptr, cap, tag, code.p, got.p);
+        else thread_recv<<<1, 1>>>(h, 0, cap ? dst.p : nullptr, cap, tag, code.p, got.p);
+        CHECK_CUDA(cudaDeviceSynchronize());
+        expect(code.get()[0] == MPIX_DEVICE_ERR_TRUNCATE, "medium truncation reported", code.get()[0]);
+        const size_t want = h.path == MPIXD_PATH_PROXY ? cap : 5000;
+        expect(got.get()[0] == want, "medium truncated: size", long(got.get()[0]), long(want));
+        expect(cap == 0 || dst.bad(cap, unsigned(tag)) == 0, "medium truncated: the buffer's bytes");
+        expect(dst.guard_ok(cap), "medium truncated: nothing past the buffer");
+      }
+    }
+  MPI_Barrier(MPI_COMM_WORLD);
+  // Thousands in flight: 4096 threads a side, 6 messages each through 32
+  // medium rings of 64 slots (back-pressure on every ring), buffers
+  // refilled on return.
+  const bool small = std::getenv("DEV_P2P_SMALL") != nullptr;
+  const int blocks = small ? 4 : 32, msgs = small ? 3 : 6;
+  phase("medium messages, thousands in flight (test_mid)");
+  DevArr<unsigned> errors(1);
+  CHECK_CUDA(cudaMemset(errors.p, 0, sizeof(unsigned)));
+  DevBuf scratch(size_t(blocks) * 128 * 4160);
+  const unsigned long long before = mid_tickets(h, 1);
+  if (g_rank < 2) {
+    mid_many<<<blocks, 128>>>(h, 1 - g_rank, g_rank == 0, msgs, scratch.p, errors.p);
+    CHECK_CUDA(cudaDeviceSynchronize());
+    expect(errors.get()[0] == 0, "medium, thousands in flight: statuses, sizes, payloads", errors.get()[0]);
+    if (g_rank == 0 && cells && h.mid_max >= 4128)
+      expect(mid_tickets(h, 1) - before >= unsigned(blocks * 128 * msgs), "medium ring carried them");
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+}
+
 // ---- 2. many threads: random tags, multiplicities, sizes ----
 
 // Thread g of the sender talks to thread g of the receiver on its own tags
@@ -742,6 +880,7 @@ int main(int argc, char **argv) {
     } else {
       test_calls(h);
       test_sizes(h);
+      test_mid(h);
       test_backpressure(h, 30000);
       test_backpressure(h, 3);
       test_many(h);

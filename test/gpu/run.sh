@@ -33,7 +33,8 @@
 # 30: host messages 1 KiB - 16 MiB, native vs mpix), bench-threads (issue 27:
 # bench/bench_threads, 1-8 threads per rank, native vs mpix), reuse (issue 24:
 # dev_reuse and p2p_native, then each under compute-sanitizer with 2 ranks),
-# probe (issue 25: dev_reuse on the proxy path, host stacks if it hangs). The build
+# probe (issue 25: dev_reuse on the proxy path, host stacks if it hangs), four
+# (issue 26: all-to-all and Jacobi on 4 GPUs, after bench-dev). The build
 # always runs first, so any stage can run alone.
 #
 # The generated build files are carried because the GPU machine has no
@@ -145,13 +146,18 @@ host_bench_tools() {
 check_rc=0 san_fail=0 bench_fail=0
 # A two-rank benchmark once per enqueue path: LIMIT NAME PROGRAM [ARGS...];
 # output in $OUT/NAME_PATH.txt, shown.
+# Also "mid0": the GPU path without medium messages (MPIX_DEVICE_MID_MAX=0,
+# everything above 32 B through the payload rings, as before issue 26).
+# MPIX_RUN_PATHS picks some of the three, MPIX_RUN_NP the ranks (2).
 on_both_paths() {
   local limit=$1 name=$2 path
   shift 2
-  for path in auto host; do
-    MPIX_STREAM_PATH=$path timeout "$limit" "$MPIEXEC" -n 2 "$@" >"$OUT/${name}_$path.txt" 2>&1 ||
+  for path in ${MPIX_RUN_PATHS:-auto mid0 host}; do
+    local sp=$path mid=${MPIX_DEVICE_MID_MAX:-8192}
+    [ $path = mid0 ] && { sp=auto; mid=0; }
+    MPIX_DEVICE_MID_MAX=$mid MPIX_STREAM_PATH=$sp timeout "$limit" "$MPIEXEC" -n "${MPIX_RUN_NP:-2}" "$@" >"$OUT/${name}_$path.txt" 2>&1 ||
       { echo "$name ($path) failed (exit $?)"; bench_fail=1; }
-    echo "-- $name, MPIX_STREAM_PATH=$path"; cat "$OUT/${name}_$path.txt"
+    echo "-- $name, MPIX_STREAM_PATH=$sp MPIX_DEVICE_MID_MAX=$mid"; cat "$OUT/${name}_$path.txt"
   done
 }
 # The entries of the GPU testlist whose program matches a pattern, alone.
@@ -479,6 +485,16 @@ if [ -x bench/bench_dev_p2p ]; then
     "$OUT/bench_dev_p2p_nolanes.csv" >"$OUT/bench_dev_p2p_nolanes.txt" 2>&1 ||
     { echo "bench_dev_p2p without lanes failed (exit $?)"; bench_fail=1; }
   cat "$OUT/bench_dev_p2p_nolanes.txt"
+  log "all-to-all with every tag of the test in lanes (MPIX_DEVICE_LANE_TAGS=65536: one atomic per send)"
+  MPIX_DEVICE_LANE_TAGS=65536 BENCH_DEV_ONLY=a2a timeout 100 "$MPIEXEC" -n 2 bench/bench_dev_p2p \
+    "$OUT/bench_dev_p2p_a2a_lanes.csv" >"$OUT/bench_dev_p2p_a2a_lanes.txt" 2>&1 ||
+    { echo "bench_dev_p2p a2a with lanes failed (exit $?)"; bench_fail=1; }
+  cat "$OUT/bench_dev_p2p_a2a_lanes.txt"
+  log "the same latency rows without medium messages (MPIX_DEVICE_MID_MAX=0: above 32 B through the payload rings, as before)"
+  MPIX_DEVICE_MID_MAX=0 BENCH_DEV_ONLY=latency timeout 100 "$MPIEXEC" -n 2 bench/bench_dev_p2p \
+    "$OUT/bench_dev_p2p_nomid.csv" >"$OUT/bench_dev_p2p_nomid.txt" 2>&1 ||
+    { echo "bench_dev_p2p without medium messages failed (exit $?)"; bench_fail=1; }
+  cat "$OUT/bench_dev_p2p_nomid.txt"
 fi
 # The baseline in the same run: NVSHMEM's put+signal ping-pong (issue 6's
 # anchor), built here against the NVSHMEM this machine has.
@@ -499,6 +515,24 @@ if [ -f "$NVSHMEM_HOME/lib/libnvshmem_device.a" ] && [ -n "$nvshmem_host" ] && c
 else
   echo "NVSHMEM not found under $NVSHMEM_HOME: no NVSHMEM baseline"
 fi
+fi
+# Issue 26 on four GPUs (after bench-dev, which builds the NVSHMEM
+# baseline): the all-to-all of device-initiated messages against NVSHMEM's
+# put+signal, and the Jacobi exchange with and without medium messages.
+if has_stage four; then
+  log "four GPUs: device-initiated all-to-all vs NVSHMEM, Jacobi on 4 ranks (one per GPU)"
+  mps_stop
+  for lt in 64 65536; do
+    MPIX_DEVICE_LANE_TAGS=$lt BENCH_DEV_ONLY=a2a timeout 100 "$MPIEXEC" -n 4 bench/bench_dev_p2p "$OUT/a2a4_$lt.csv" \
+      >"$OUT/a2a4_$lt.txt" 2>&1 || { echo "bench_dev_p2p -n 4 failed (exit $?)"; bench_fail=1; }
+    echo "-- MPIX_DEVICE_LANE_TAGS=$lt"; cat "$OUT/a2a4_$lt.txt"
+  done
+  if [ -x /tmp/bench_nvshmem ]; then
+    LD_LIBRARY_PATH=$NVSHMEM_HOME/lib:$LD_LIBRARY_PATH timeout 100 "$MPIEXEC" -n 4 /tmp/bench_nvshmem \
+      "$OUT/bench_nvshmem4.csv" >"$OUT/bench_nvshmem4.txt" 2>&1 || echo "bench_nvshmem -n 4 failed (exit $?)"
+    cat "$OUT/bench_nvshmem4.txt"
+  fi
+  MPIX_RUN_NP=4 MPIX_RUN_PATHS="auto mid0" on_both_paths 120 bench_jacobi4 bench/bench_jacobi
 fi
 if has_stage scaling; then
   log "scaling (issue 8): all GPU pairs, Jacobi weak scaling, device ping-pong, 8-rank regions"

@@ -80,7 +80,9 @@ void sync(const Ctx &c) {
 // Rank 0 (or the lower half, to self) sends each size; the receiver checks
 // the bytes and the status.
 void sizes(const Ctx &c, bool small) {
-  std::vector<std::size_t> list = {0, 1, 8, 16, 32, 33, 100, 4096, 65539, 1u << 20};
+  // Across the medium-message bounds too (33 B, 512-byte slots,
+  // MPIX_DEVICE_MID_MAX = 8 KiB).
+  std::vector<std::size_t> list = {0, 1, 8, 16, 32, 33, 100, 512, 513, 4096, 8192, 8193, 65539, 1u << 20};
   if (!small) list.push_back(64u << 20);
   for (std::size_t n : list) {
     unsigned char *s = nullptr, *r = nullptr;
@@ -177,6 +179,52 @@ void mixed_buffers(const Ctx &c) {
   }
   CHECK_CUDA(cudaFreeHost(pinned));
   CHECK_CUDA(cudaFree(dev));
+}
+
+// Short messages into receive buffers large enough to be received by
+// several blocks (a tiny, a medium and a staged one): only what came is
+// written, the status counts it.
+void short_into_wide(const Ctx &c) {
+  const std::size_t cap = 4u << 20;
+  for (std::size_t n : {std::size_t(20), std::size_t(3000), std::size_t(20000)}) {
+    unsigned char *s = nullptr, *r = nullptr;
+    CHECK_CUDA(cudaMalloc(&s, n));
+    CHECK_CUDA(cudaMalloc(&r, cap));
+    CHECK_CUDA(cudaMemset(r, 0xEE, cap));
+    const unsigned seed = static_cast<unsigned>(n % 241);
+    auto st = std::make_unique<MPI_Status>();
+    const bool sender = g_size == 1 || g_rank == 0;
+    const bool receiver = g_size == 1 || g_rank == 1;
+    MPI_Request q[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL};
+    MPI_Status sts[2];  // filled when the stream runs the wait
+    if (sender) fill<<<64, 256, 0, c.cs>>>(s, n, seed);
+    if (receiver && g_size > 1) {
+      CHECK(MPIX_Recv_enqueue(r, static_cast<int>(cap), MPI_BYTE, 0, 950, c.comm, st.get()) == MPI_SUCCESS, "recv");
+    } else if (receiver) {
+      MPIX_Irecv_enqueue(r, static_cast<int>(cap), MPI_BYTE, 0, 950, c.comm, &q[0]);
+    }
+    if (sender && g_size > 1) {
+      CHECK(MPIX_Send_enqueue(s, static_cast<int>(n), MPI_BYTE, 1, 950, c.comm) == MPI_SUCCESS, "send");
+    } else if (sender) {
+      MPIX_Isend_enqueue(s, static_cast<int>(n), MPI_BYTE, 0, 950, c.comm, &q[1]);
+      MPIX_Waitall_enqueue(2, q, sts);
+    }
+    if (receiver) check<<<64, 256, 0, c.cs>>>(r, n, seed, c.bad);
+    sync(c);
+    if (g_size == 1) *st = sts[0];
+    if (receiver) {
+      const unsigned bad = take_bad(c);
+      CHECK(bad == 0, "%zu bytes into a wide receive: %u wrong", n, bad);
+      int count = -1;
+      MPI_Get_count(st.get(), MPI_BYTE, &count);
+      CHECK(count == static_cast<int>(n), "%zu bytes into a wide receive: count %d", n, count);
+      unsigned char after[64];
+      CHECK_CUDA(cudaMemcpy(after, r + n, sizeof after, cudaMemcpyDeviceToHost));
+      for (unsigned char v : after) CHECK(v == 0xEE, "%zu bytes into a wide receive: written past it", n);
+    }
+    CHECK_CUDA(cudaFree(s));
+    CHECK_CUDA(cudaFree(r));
+  }
 }
 
 // A message longer than the receive buffer: the status says MPI_ERR_TRUNCATE
@@ -378,6 +426,8 @@ int main(int argc, char **argv) {
   sizes(c, small);
   phase("mixed buffers");
   mixed_buffers(c);
+  phase("short messages into wide receives");
+  short_into_wide(c);
   phase("truncation");
   truncation(c);
   phase("host completion calls");

@@ -22,7 +22,7 @@ std::vector<long> fields(const mpix::Config &c) {
           c.unexpected_limit, c.progress_thread, c.stream_queue_depth, c.stream_host_path, c.gpu,               c.gpu_force_staging,
           c.gpu_eager_limit, c.gpu_chunk,       c.gpu_pipeline,        c.gpu_ipc_cache, c.gpu_pinned_slots,     c.gpu_match_threshold,
           c.device_proxy,    c.device_table,    c.device_keys, c.device_lane_tags,         c.device_channels,   c.device_ring,
-          c.device_slot_bytes, c.device_proxy_queue, c.device_proxy_inline, c.device_proxy_hostmem,
+          c.device_slot_bytes, c.device_mid_max, c.device_mid_ring, c.device_proxy_queue, c.device_proxy_inline, c.device_proxy_hostmem,
           static_cast<long>(std::hash<std::string>{}(c.ofi_provider))};
 }
 

@@ -30,6 +30,7 @@ struct Shape {
   bool near = true;        // the ranks share a "GPU"
   bool far_cells = false;  // tiny messages in cells to other "GPUs" too (else there in entries)
   uint32_t lane_tags = 0;  // tags below it have lanes
+  uint32_t mid_slots = 0, mid_max = 0;  // medium rings (0: none)
 };
 
 // A fake node of `size` ranks sharing one address space.
@@ -46,6 +47,8 @@ struct World {
     t.buckets = s.buckets;
     t.keys = s.keys;
     t.lane_tags = s.lane_tags;
+    t.mid_slots = s.mid_slots;
+    t.mid_max = s.mid_max;
     t.gpu_peers = s.near ? (uint64_t{1} << size) - 1 : 0;
     t.cell_peers = s.near || s.far_cells ? (uint64_t{1} << size) - 1 : 0;
     t.tag_ub = 1 << 20;
@@ -495,6 +498,146 @@ TEST(DevProto, InlineEveryAlignment) {
   inline_every_alignment(false, true);
 }
 
+// Medium messages (flagged lines in the medium rings): every size around
+// the line (8 bytes), slot (512 payload bytes) and mid_max boundaries, at
+// several alignments on both sides, in lanes and in the table, to peers on
+// this "GPU" and others with cells; each goes through the medium ring (its
+// tail moves, the payload ring's does not); without cells (another GPU
+// whose link has no native atomics) the same sizes are staged.
+Shape with_mid(Shape q, uint32_t slots, uint32_t max) {
+  q.mid_slots = slots;
+  q.mid_max = max;
+  return q;
+}
+
+void mid_every_size(Shape sh, bool expect_mid) {
+  World w(2, sh);
+  const MPIX_Device_comm &s = w.h[0], &r = w.h[1];
+  std::vector<unsigned char> src(sh.mid_max + 64), dst(sh.mid_max + 64);
+  const std::vector<size_t> sizes = {33, 34, 39, 40, 41, 47, 48, 100, 255, 256, 257, 511, 512, 513, 519, 520,
+                                     1023, 1024, 1025, 1536, size_t(sh.mid_max) - 1, sh.mid_max};
+  for (int tag : {3, 700}) {
+    for (size_t n : sizes)
+      for (size_t a : {0ul, 1ul, 4ul, 8ul, 13ul}) {
+        const auto v = payload(n, unsigned(n * 16 + a));
+        std::memcpy(src.data() + a, v.data(), n);
+        std::memset(dst.data(), 0xEE, dst.size());
+        const uint32_t c = mpixd_channel(&s, tag);
+        const uint32_t mid_tail = mpixd_mid_schan_of(&s, s.local, 1, c)->tail;
+        const uint32_t staged_tail = mpixd_schan_of(&s, s.local, 1, c)->tail;
+        size_t got = 0;
+        ASSERT_EQ(send_blocking(s, src.data() + a, n, 1, tag), MPIX_DEVICE_SUCCESS);
+        if (expect_mid) {
+          EXPECT_EQ(mpixd_mid_schan_of(&s, s.local, 1, c)->tail - mid_tail, mpixd_mid_nslots(n)) << n;
+          EXPECT_EQ(mpixd_schan_of(&s, s.local, 1, c)->tail, staged_tail) << n;
+        } else {
+          EXPECT_EQ(mpixd_mid_schan_of(&s, s.local, 1, c)->tail, mid_tail) << n;
+        }
+        const size_t at = (a * 7) % 16;
+        ASSERT_EQ(recv_blocking(r, dst.data() + at, n + 3, 0, tag, &got), MPIX_DEVICE_SUCCESS);
+        ASSERT_EQ(got, n);
+        EXPECT_EQ(0, std::memcmp(dst.data() + at, v.data(), n)) << n << " at +" << a;
+        EXPECT_EQ(dst[at + n], 0xEE) << n;
+        if (at > 0) {
+          EXPECT_EQ(dst[at - 1], 0xEE) << n;
+        }
+      }
+  }
+  EXPECT_EQ(w.ways_in_use(0, 1), 0u);
+  EXPECT_EQ(w.lane_cells_in_use(0, 1, 3), 0u);
+}
+
+TEST(DevProto, MidEverySizeAndAlignment) {
+  const Shape q = with_mid(with_lanes(Shape{}, 8), 16, 4096);
+  mid_every_size(q, true);
+  Shape far = q;
+  far.near = false;
+  far.far_cells = true;
+  mid_every_size(far, true);
+  far.far_cells = false;  // no cells to that GPU: staged
+  mid_every_size(far, false);
+}
+
+// A medium ring full of messages not yet received: the next medium send
+// waits, claiming nothing (its tail stays); once the receiver has emptied
+// slots, the sender's credit moves past them by reading its marks.
+TEST(DevProto, MidRingBackPressure) {
+  World w(2, with_mid(Shape{}, 4, 2048));
+  const MPIX_Device_comm &s = w.h[0], &r = w.h[1];
+  const uint32_t c = mpixd_channel(&s, 9);
+  const auto a = payload(1000, 1), b = payload(900, 2), d = payload(600, 3);
+  ASSERT_EQ(send_blocking(s, a.data(), a.size(), 1, 9), MPIX_DEVICE_SUCCESS);  // 2 slots
+  ASSERT_EQ(send_blocking(s, b.data(), b.size(), 1, 9), MPIX_DEVICE_SUCCESS);  // 2 slots: full
+  EXPECT_EQ(mpixd_mid_schan_of(&s, s.local, 1, c)->tail, 4u);
+  MPIX_Device_request q{};
+  ASSERT_EQ(mpixd_isend(&s, d.data(), d.size(), 1, 9, &q), MPIX_DEVICE_SUCCESS);
+  EXPECT_EQ(mpixd_test(&s, &q), MPIX_DEVICE_PENDING);
+  EXPECT_EQ(mpixd_mid_schan_of(&s, s.local, 1, c)->tail, 4u);  // claimed nothing
+  std::vector<unsigned char> in(2048);
+  size_t n = 0;
+  ASSERT_EQ(recv_blocking(r, in.data(), in.size(), 0, 9, &n), MPIX_DEVICE_SUCCESS);
+  EXPECT_EQ(n, 1000u);
+  EXPECT_EQ(0, std::memcmp(in.data(), a.data(), 1000));
+  EXPECT_EQ(wait(s, &q), MPIX_DEVICE_SUCCESS);
+  EXPECT_EQ(mpixd_mid_schan_of(&s, s.local, 1, c)->credit, 2u);
+  ASSERT_EQ(recv_blocking(r, in.data(), in.size(), 0, 9, &n), MPIX_DEVICE_SUCCESS);
+  EXPECT_EQ(0, std::memcmp(in.data(), b.data(), 900));
+  ASSERT_EQ(recv_blocking(r, in.data(), in.size(), 0, 9, &n), MPIX_DEVICE_SUCCESS);
+  EXPECT_EQ(n, 600u);
+  EXPECT_EQ(0, std::memcmp(in.data(), d.data(), 600));
+}
+
+// A medium message into a shorter buffer: the buffer's bytes, the full
+// size, MPIX_DEVICE_ERR_TRUNCATE, nothing written past it; its slots are
+// emptied all the same (the ring keeps going).
+TEST(DevProto, MidTruncation) {
+  World w(2, with_mid(Shape{}, 4, 2048));
+  const MPIX_Device_comm &s = w.h[0], &r = w.h[1];
+  for (int round = 0; round < 6; ++round) {
+    for (size_t cap : {0ul, 5ul, 33ul, 700ul}) {
+      const auto v = payload(1500, unsigned(cap + round));
+      std::vector<unsigned char> in(cap + 16, 0xEE);
+      size_t n = 0;
+      ASSERT_EQ(send_blocking(s, v.data(), v.size(), 1, 2), MPIX_DEVICE_SUCCESS);
+      EXPECT_EQ(recv_blocking(r, cap ? in.data() : nullptr, cap, 0, 2, &n), MPIX_DEVICE_ERR_TRUNCATE);
+      EXPECT_EQ(n, 1500u);
+      EXPECT_TRUE(cap == 0 || 0 == std::memcmp(in.data(), v.data(), cap)) << cap;
+      EXPECT_EQ(in[cap], 0xEE) << cap;
+    }
+  }
+  const uint32_t c = mpixd_channel(&s, 2);
+  EXPECT_EQ(mpixd_mid_schan_of(&s, s.local, 1, c)->tail, 6u * 4 * 3);
+}
+
+// Medium tickets past 2^32: flags and marks of positions around the wrap
+// (0xffffffff's flag is not 0, the flag of lines never written).
+TEST(DevProto, MidTicketsWrap) {
+  World w(2, with_mid(Shape{}, 4, 2048));
+  const MPIX_Device_comm &s = w.h[0], &r = w.h[1];
+  for (uint32_t c = 0; c < s.channels; ++c) {
+    mpixd_mid_schan_of(&s, s.local, 1, c)->tail = 0xfffffff9u;
+    mpixd_mid_schan_of(&s, s.local, 1, c)->credit = 0xfffffff9u;
+  }
+  std::thread rx([&] {
+    for (int m = 0; m < 40; ++m) {
+      const size_t n = 33 + (size_t(m) * 397) % 2000;
+      std::vector<unsigned char> in(n, 0);
+      size_t got = 0;
+      EXPECT_EQ(recv_blocking(r, in.data(), n, 0, 6, &got), MPIX_DEVICE_SUCCESS) << m;
+      EXPECT_EQ(got, n);
+      EXPECT_EQ(in, payload(n, unsigned(m))) << m;
+    }
+  });
+  for (int m = 0; m < 40; ++m) {
+    const size_t n = 33 + (size_t(m) * 397) % 2000;
+    const auto out = payload(n, unsigned(m));
+    ASSERT_EQ(send_blocking(s, out.data(), n, 1, 6), MPIX_DEVICE_SUCCESS);
+  }
+  rx.join();
+  const mpixd_schan *sc = mpixd_mid_schan_of(&s, s.local, 1, mpixd_channel(&s, 6));
+  EXPECT_LT(sc->tail, 1000u);  // wrapped
+}
+
 // Many sender threads on `sources` ranks, as many receiver threads on one
 // more; each key (source, tag) has one sending and one receiving thread;
 // random sizes and multiplicities.
@@ -575,6 +718,16 @@ TEST(DevProto, StressLanesOtherGpus) {
   stress(q);
 }
 TEST(DevProto, StressOneChannel) { stress(shape(1, 8, 4)); }
+// Medium messages among inline and staged ones (up to 1 KiB medium, a
+// ring of 4 slots: back-pressure all along), in lanes and the table, on
+// this "GPU" and on others with cells.
+TEST(DevProto, StressMid) {
+  stress(with_mid(with_lanes(shape(4, 2, 1), 8), 4, 1024));
+  Shape q = with_mid(with_lanes(shape(2, 4, 2), 64), 8, 1500);
+  q.near = false;
+  q.far_cells = true;
+  stress(q);
+}
 TEST(DevProto, StressWide) { stress(shape(32, 16, 256)); }
 TEST(DevProto, StressTinyQueuesOtherGpus) {
   Shape q = shape(4, 2, 1);
