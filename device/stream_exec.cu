@@ -148,10 +148,9 @@ __device__ int block_test(const MPIX_Device_comm *h, MPIX_Device_request *r) {
       // A medium message's lines, by every lane, in one round.
       const bool send = r->state == MPIXD_SEND;
       if (send) mpixd_mid_put(h, r->peer, r->chan, r->ticket, r->buf, r->bytes, lane, lanes);
-      else mpixd_mid_get(h, r, lane, lanes);
+      else mpixd_mid_get_block(h, r, lane, lanes);
       __syncthreads();
       if (lane == 0) {
-        if (!send) mpixd_mid_release(h, r, 0);
         r->state = MPIXD_INACTIVE;
         r->status = send ? MPIX_DEVICE_SUCCESS : r->msg_bytes > r->bytes ? MPIX_DEVICE_ERR_TRUNCATE : MPIX_DEVICE_SUCCESS;
         s_rc = r->status;
@@ -348,12 +347,8 @@ __global__ void __launch_bounds__(1024) recv_wide_kernel(const MPIX_Device_comm 
     // A medium message into a large buffer: block 0 copies it alone.
     if (blockIdx.x != 0) return;
     r.flags = MPIXD_R_MID;
-    mpixd_mid_get(hp, &r, threadIdx.x, blockDim.x);
-    __syncthreads();
-    if (threadIdx.x == 0) {
-      mpixd_mid_release(hp, &r, 0);
-      flush_deferred(hp, w);
-    }
+    mpixd_mid_get_block(hp, &r, threadIdx.x, blockDim.x);
+    if (threadIdx.x == 0) flush_deferred(hp, w);
     return;
   }
   for (uint32_t j = blockIdx.x; j < r.nslots; j += gridDim.x) {
@@ -460,21 +455,24 @@ __global__ void __launch_bounds__(1024) recv_kernel(const MPIX_Device_comm h, vo
 // Starts a request (a bad argument completes it at once with the error, so
 // that the wait reports it); a send then writes what the peer has room for,
 // by the whole block.
+__device__ void start_request(const MPIX_Device_comm *h, MPIX_Device_request *r, bool send, const void *buf,
+                              std::size_t bytes, int peer, int tag, std::uint32_t seq) {
+  const int rc = mpixd_check(h, buf, bytes, peer, tag, r);
+  if (rc != MPIX_DEVICE_SUCCESS) {
+    r->state = MPIXD_DONE;
+    r->status = rc;
+    r->msg_bytes = 0;
+  } else if (send) {
+    mpixd_send_init(h, r, buf, bytes, peer, tag, seq);
+  } else {
+    mpixd_recv_start(r, const_cast<void *>(buf), bytes, peer, tag, seq);
+  }
+}
+
 __global__ void start_kernel(const MPIX_Device_comm h, MPIX_Device_request *r, bool send, const void *buf,
                              std::size_t bytes, int peer, int tag, std::uint32_t seq, WideState *w) {
   after_previous();
-  if (threadIdx.x == 0) {
-    const int rc = mpixd_check(&h, buf, bytes, peer, tag, r);
-    if (rc != MPIX_DEVICE_SUCCESS) {
-      r->state = MPIXD_DONE;
-      r->status = rc;
-      r->msg_bytes = 0;
-    } else if (send) {
-      mpixd_send_init(&h, r, buf, bytes, peer, tag, seq);
-    } else {
-      mpixd_recv_start(r, const_cast<void *>(buf), bytes, peer, tag, seq);
-    }
-  }
+  if (threadIdx.x == 0) start_request(&h, r, send, buf, bytes, peer, tag, seq);
   __syncthreads();
   if (send && r->state == MPIXD_SEND) {
     // Complete now if it fits; the final status stays for the wait.
@@ -520,20 +518,12 @@ __global__ void wait_inline_kernel(const MPIX_Device_comm h, WaitInline list, Re
                                    WideState *w, ExecFailure *failure, std::uint32_t op) {
   after_previous();
   // The receives left to this wait start here, each by the block that
-  // drives it (as start_kernel would have: a bad argument completes it).
+  // drives it, as start_kernel would have started them.
   if (threadIdx.x == 0)
-    for (int i = blockIdx.x; i < n; i += gridDim.x) {
-      if (!((starts.mask >> i) & 1u)) continue;
-      MPIX_Device_request *r = list.reqs[i];
-      const int rc = mpixd_check(&h, starts.buf[i], starts.bytes[i], starts.peer[i], starts.tag[i], r);
-      if (rc != MPIX_DEVICE_SUCCESS) {
-        r->state = MPIXD_DONE;
-        r->status = rc;
-        r->msg_bytes = 0;
-      } else {
-        mpixd_recv_start(r, starts.buf[i], starts.bytes[i], starts.peer[i], starts.tag[i], starts.seq[i]);
-      }
-    }
+    for (int i = blockIdx.x; i < n; i += gridDim.x)
+      if ((starts.mask >> i) & 1u)
+        start_request(&h, list.reqs[i], false, starts.buf[i], starts.bytes[i], starts.peer[i], starts.tag[i],
+                      starts.seq[i]);
   __syncthreads();
   wait_all(&h, list.reqs, list.results, n, failure, op);
   if (blockIdx.x == 0 && threadIdx.x == 0) flush_deferred(&h, w);

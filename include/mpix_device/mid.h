@@ -141,8 +141,7 @@ MPIXD_HD int mpixd_mid_claim(const MPIX_Device_comm *h, int dst, uint32_t c, uin
  * (one H200), still several round trips per batch: a thread alone is slow
  * on long medium messages (the block variants are not). No compiler
  * barrier: asm volatile keeps every access, and flags carry the ordering. */
-MPIXD_HD void mpixd_mid_store_line(uint64_t *line, uint64_t a, uint64_t b, bool near) {
-  (void)near;
+MPIXD_HD void mpixd_mid_store_line(uint64_t *line, uint64_t a, uint64_t b) {
 #if defined(__CUDA_ARCH__)
   asm volatile("st.volatile.global.v2.u64 [%0], {%1, %2};" ::"l"(line), "l"(a), "l"(b));
 #else
@@ -151,8 +150,7 @@ MPIXD_HD void mpixd_mid_store_line(uint64_t *line, uint64_t a, uint64_t b, bool 
 #endif
 }
 
-MPIXD_HD void mpixd_mid_load_line(const uint64_t *line, bool near, uint64_t *a, uint64_t *b) {
-  (void)near;
+MPIXD_HD void mpixd_mid_load_line(const uint64_t *line, uint64_t *a, uint64_t *b) {
 #if defined(__CUDA_ARCH__)
   uint64_t x, y;
   asm volatile("ld.volatile.global.v2.u64 {%0, %1}, [%2];" : "=l"(x), "=l"(y) : "l"(line));
@@ -184,13 +182,11 @@ MPIXD_HD void mpixd_word_store(unsigned char *p, uint32_t i, uint64_t v) {
 }
 
 /* The 8 payload bytes of line i of a message from buf (fewer at its end;
- * the rest zero). */
+ * the rest zero), byte by byte: the lines that are not a whole aligned
+ * word (mpixd_word_load takes those). */
 MPIXD_HD uint64_t mpixd_mid_payload(const unsigned char *buf, size_t bytes, uint32_t i) {
   const size_t off = (size_t)i * 8;
   uint64_t v = 0;
-#if defined(__CUDA_ARCH__)
-  if (off + 8 <= bytes && ((uintptr_t)(buf + off) & 7) == 0) return *(const uint64_t *)(buf + off);
-#endif
   const size_t n = bytes - off < 8 ? bytes - off : 8;
   for (size_t k = 0; k < n; ++k) v |= (uint64_t)buf[off + k] << (8 * k);
   return v;
@@ -199,12 +195,6 @@ MPIXD_HD uint64_t mpixd_mid_payload(const unsigned char *buf, size_t bytes, uint
 MPIXD_HD void mpixd_mid_unpayload(unsigned char *buf, size_t bytes, uint32_t i, uint64_t v) {
   const size_t off = (size_t)i * 8;
   if (off >= bytes) return;
-#if defined(__CUDA_ARCH__)
-  if (off + 8 <= bytes && ((uintptr_t)(buf + off) & 7) == 0) {
-    *(uint64_t *)(buf + off) = v;
-    return;
-  }
-#endif
   const size_t n = bytes - off < 8 ? bytes - off : 8;
   for (size_t k = 0; k < n; ++k) buf[off + k] = (unsigned char)(v >> (8 * k));
 }
@@ -227,7 +217,6 @@ MPIXD_HD uint64_t *mpixd_mid_line(unsigned char *ring, uint32_t mask, uint32_t t
 MPIXD_HD_LOOP void mpixd_mid_put(const MPIX_Device_comm *h, int dst, uint32_t c, uint32_t t, const void *buf,
                                  size_t bytes, unsigned lane, unsigned lanes) {
   const uint32_t n = mpixd_mid_lines(bytes);
-  const bool near = mpixd_near(h, dst);
   unsigned char *const ring = mpixd_mid_slot(h, h->bases[dst], h->rank, c, 0);
   const uint32_t mask = h->mid_slots - 1;
   const unsigned char *src = (const unsigned char *)buf;
@@ -249,8 +238,7 @@ MPIXD_UNROLL
       const uint32_t i = i0 + k * lanes;
       if (i >= n) continue;
       const uint64_t flag = (uint64_t)mpixd_mid_flag(t + i / MPIXD_MID_LINES) << 32;
-      mpixd_mid_store_line(mpixd_mid_line(ring, mask, t, i), (v[k] & 0xffffffffull) | flag, (v[k] >> 32) | flag,
-                           near);
+      mpixd_mid_store_line(mpixd_mid_line(ring, mask, t, i), (v[k] & 0xffffffffull) | flag, (v[k] >> 32) | flag);
     }
   }
 }
@@ -270,7 +258,6 @@ MPIXD_HD void mpixd_mid_post(const MPIX_Device_comm *h, int dst, char *base, uin
 MPIXD_HD_LOOP uint32_t mpixd_mid_get(const MPIX_Device_comm *h, const MPIX_Device_request *r, unsigned lane,
                                      unsigned lanes) {
   const uint32_t n = mpixd_mid_lines(r->msg_bytes);
-  const bool near = mpixd_near(h, r->peer);
   const size_t keep = r->msg_bytes < r->bytes ? r->msg_bytes : r->bytes;
   unsigned char *const ring = mpixd_mid_slot(h, h->local, r->peer, r->chan, 0);
   const uint32_t mask = h->mid_slots - 1, t = r->ticket;
@@ -283,7 +270,7 @@ MPIXD_UNROLL
     for (uint32_t k = 0; k < MPIXD_MID_BATCH; ++k) {
       const uint32_t i = i0 + k * lanes;
       a[k] = b[k] = 0;
-      if (i < n) mpixd_mid_load_line(mpixd_mid_line(ring, mask, t, i), near, &a[k], &b[k]);
+      if (i < n) mpixd_mid_load_line(mpixd_mid_line(ring, mask, t, i), &a[k], &b[k]);
     }
 MPIXD_UNROLL
     for (uint32_t k = 0; k < MPIXD_MID_BATCH; ++k) {
@@ -294,7 +281,7 @@ MPIXD_UNROLL
 #if !defined(__CUDA_ARCH__)
         sched_yield();
 #endif
-        mpixd_mid_load_line(mpixd_mid_line(ring, mask, t, i), near, &a[k], &b[k]);
+        mpixd_mid_load_line(mpixd_mid_line(ring, mask, t, i), &a[k], &b[k]);
       }
       dep |= a[k] ^ b[k];
       const uint64_t v = (a[k] & 0xffffffffull) | b[k] << 32;

@@ -161,6 +161,16 @@ __device__ __forceinline__ unsigned mpixd_block_lane() {
   return threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
 }
 
+/* The medium message bound to r into its buffer by every lane of the
+ * block (the same r for all), then its slots returned by lane 0 once
+ * every lane has its lines. */
+__device__ inline void mpixd_mid_get_block(const MPIX_Device_comm *h, const MPIX_Device_request *r, unsigned lane,
+                                           unsigned lanes) {
+  mpixd_mid_get(h, r, lane, lanes);
+  __syncthreads();
+  if (lane == 0) mpixd_mid_release(h, r, 0);
+}
+
 /* The IPC path of MPIX_Send_block. numbered: the message's number within
  * its (peer, tag) is `given` instead of one taken from the counters
  * (operations a CUDA stream runs are numbered by the host, in enqueue
@@ -290,11 +300,7 @@ __device__ inline int mpixd_recv_block(const MPIX_Device_comm *h, void *buf, siz
     __syncthreads();  // all lanes read s_rc before a next call rewrites it
     return rc;
   }
-  if (s_req.state == MPIXD_RECV_BOUND && (s_req.flags & MPIXD_R_MID)) {
-    mpixd_mid_get(h, &s_req, lane, lanes);
-    __syncthreads();  // every lane has its lines: the slots may be reused
-    if (lane == 0) mpixd_mid_release(h, &s_req, 0);
-  }
+  if (s_req.state == MPIXD_RECV_BOUND && (s_req.flags & MPIXD_R_MID)) mpixd_mid_get_block(h, &s_req, lane, lanes);
   const uint32_t n = s_req.state == MPIXD_RECV_BOUND && !(s_req.flags & MPIXD_R_MID) ? s_req.nslots : 0;
   for (uint32_t next = 0; next < n;) {
     if (lane == 0) {
