@@ -14,6 +14,8 @@
 //   resident-d2h mpix's resident copy kernel (device/kernel_copy.cu, compiled
 //   resident-h2d in): a descriptor in pinned memory, the kernel's completion
 //   resident-d2d word spun on; h2d of up to 35 bytes rides in the descriptor
+//   resident-floor  a resident 1-thread kernel echoes a host-written word
+//                back to host memory (the floor of any resident kernel)
 //   ptr-attr     one cudaPointerGetAttributes (what classifying a buffer costs)
 //
 // Options: -n ITERS (default 2000), -b BYTES (default 8), --spin (context
@@ -37,6 +39,19 @@ __global__ void copy_and_flag(const unsigned char *src, unsigned char *dst, std:
   for (std::size_t i = 0; i < n; ++i) dst[i] = src[i];
   __threadfence_system();
   *flag = seq;
+}
+
+// The floor under any resident kernel: one thread spins on a word of
+// pinned host memory and echoes each new value into another, so a sample
+// is one host write seen by the GPU plus one GPU write seen by the host.
+__global__ void echo(const volatile unsigned *ping, volatile unsigned *pong) {
+  for (unsigned last = 0;;) {
+    const unsigned v = *ping;
+    if (v == last) continue;
+    last = v;
+    *pong = v;
+    if (v == ~0u) return;
+  }
 }
 
 double now_us() {
@@ -139,6 +154,25 @@ int main(int argc, char **argv) {
     CK(cudaStreamSynchronize(s));
   });
   CK(cudaStreamSynchronize(s));
+  {
+    unsigned *ping = nullptr, *pong = nullptr, *dping = nullptr, *dpong = nullptr;
+    CK(cudaHostAlloc(&ping, 64, cudaHostAllocMapped));
+    CK(cudaHostAlloc(&pong, 64, cudaHostAllocMapped));
+    CK(cudaHostGetDevicePointer(reinterpret_cast<void **>(&dping), ping, 0));
+    CK(cudaHostGetDevicePointer(reinterpret_cast<void **>(&dpong), pong, 0));
+    *ping = *pong = 0;
+    echo<<<1, 1, 0, s>>>(dping, dpong);
+    measure("resident-floor", iters, [&](int i) {
+      const unsigned seq = static_cast<unsigned>(i) + 1u;
+      *reinterpret_cast<volatile unsigned *>(ping) = seq;
+      while (*reinterpret_cast<volatile unsigned *>(pong) != seq) {
+      }
+    });
+    *reinterpret_cast<volatile unsigned *>(ping) = ~0u;
+    CK(cudaStreamSynchronize(s));
+    cudaFreeHost(ping);
+    cudaFreeHost(pong);
+  }
   mpix::device::KernelCopyConfig kc;
   kc.enabled = true;
   kc.max_bytes = std::max<std::size_t>(bytes, 8192);

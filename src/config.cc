@@ -276,12 +276,12 @@ const ConfigVar kVars[] = {
     row("MPIX_DEVICE_SLOT_BYTES", "16384", "256 .. 2^24",
         "device send/recv: bytes per staging block (a multiple of 256)",
         pow2<&Config::device_slot_bytes, 256, 1L << 24>()),
-    row("MPIX_DEVICE_MID_MAX", "8192", "0 .. 65536",
+    row("MPIX_DEVICE_MID_MAX", "16384", "0 .. 65536",
         "device send/recv and stream operations: messages above 32 bytes up to this many go as medium messages "
         "(flagged lines, no fence: one hand-over) to peers whose table takes 16-byte atomics; larger ones, or "
         "0, through the payload rings",
         integer<&Config::device_mid_max, 0, 1L << 16>()),
-    row("MPIX_DEVICE_MID_RING", "64", "1 .. 4096",
+    row("MPIX_DEVICE_MID_RING", "128", "1 .. 4096",
         "device send/recv: slots (1 KiB, 512 payload bytes each) per medium ring (one per source and channel); "
         "MPIX_DEVICE_MID_MAX is cut to what one ring holds",
         pow2<&Config::device_mid_ring, 1, 4096>()),

@@ -138,8 +138,10 @@ MPIXD_HD int mpixd_mid_claim(const MPIX_Device_comm *h, int dst, uint32_t c, uin
  * system scope), as NCCL's LL lines. Strong .relaxed.gpu loads measured
  * one memory round trip per line of a thread's batch (one H100,
  * 2026-11-27: a thread's 512-byte receive 20.5 us); volatile ones 11.7 us
- * (one H200), still several round trips per batch: a thread alone is slow
- * on long medium messages (the block variants are not). No compiler
+ * (one H200). Weak ld.global.cv loads and batches of 16 lines measured no
+ * better (two H100s, 2026-11-28: 11.5-12.5 us with either, or both), nor
+ * is the send side, which only stores, much faster (7.1-7.7 us): a thread
+ * alone is slow on long medium messages (the block variants are not). No compiler
  * barrier: asm volatile keeps every access, and flags carry the ordering. */
 MPIXD_HD void mpixd_mid_store_line(uint64_t *line, uint64_t a, uint64_t b) {
 #if defined(__CUDA_ARCH__)

@@ -503,9 +503,9 @@ __global__ void __launch_bounds__(128) mid_many(MPIX_Device_comm c, int peer, bo
 }
 
 void test_mid(const MPIX_Device_comm &h) {
-  // Around the line (8 B), slot (512 B) and MPIX_DEVICE_MID_MAX (8 KiB by
+  // Around the line (8 B), slot (512 B) and MPIX_DEVICE_MID_MAX (16 KiB by
   // default) boundaries, by one thread and by a block, at odd offsets.
-  const size_t sizes[] = {33, 39, 40, 41, 100, 511, 512, 513, 1000, 2048, 4095, 8191, 8192, 8193, 9000};
+  const size_t sizes[] = {33, 39, 40, 41, 100, 511, 512, 513, 1000, 2048, 4095, 8191, 8192, 8193, 9000, 16383, 16384, 16385};
   const bool cells = h.path == MPIXD_PATH_IPC && ((h.cell_peers >> (1 - g_rank)) & 1u) != 0;
   int tag = 15000;
   for (size_t n : sizes)

@@ -34,7 +34,9 @@
 # bench/bench_threads, 1-8 threads per rank, native vs mpix), reuse (issue 24:
 # dev_reuse and p2p_native, then each under compute-sanitizer with 2 ranks),
 # probe (issue 25: dev_reuse on the proxy path, host stacks if it hangs), four
-# (issue 26: all-to-all and Jacobi on 4 GPUs, after bench-dev). The build
+# (issue 26: all-to-all and Jacobi on 4 GPUs, after bench-dev), variants
+# (other builds of bench_gpu_copy and bench_dev_p2p side by side), mid-sweep
+# (issue 26: Jacobi, enqueue and device latency per medium-message bound). The build
 # always runs first, so any stage can run alone.
 #
 # The generated build files are carried because the GPU machine has no
@@ -153,7 +155,7 @@ on_both_paths() {
   local limit=$1 name=$2 path
   shift 2
   for path in ${MPIX_RUN_PATHS:-auto mid0 host}; do
-    local sp=$path mid=${MPIX_DEVICE_MID_MAX:-8192}
+    local sp=$path mid=${MPIX_DEVICE_MID_MAX:-16384}
     [ $path = mid0 ] && { sp=auto; mid=0; }
     MPIX_DEVICE_MID_MAX=$mid MPIX_STREAM_PATH=$sp timeout "$limit" "$MPIEXEC" -n "${MPIX_RUN_NP:-2}" "$@" >"$OUT/${name}_$path.txt" 2>&1 ||
       { echo "$name ($path) failed (exit $?)"; bench_fail=1; }
@@ -516,14 +518,52 @@ else
   echo "NVSHMEM not found under $NVSHMEM_HOME: no NVSHMEM baseline"
 fi
 fi
+# Builds of one program with other settings, bundled beside it (e.g.
+# bench_dev_p2p_b16: compiled with -DMPIXD_MID_BATCH=16u; bench_gpu_copy_old:
+# the resident copy kernel of an earlier commit): the same rows of each, for
+# a choice by measurement. BENCH_VARIANT_ONLY picks bench_dev_p2p's rows
+# (latency,call).
+if has_stage variants; then
+  log "variants: bench_gpu_copy* and bench_dev_p2p_* builds side by side"
+  mps_start
+  for b in bench/bench_gpu_copy bench/bench_gpu_copy_*; do
+    [ -x "$b" ] || continue
+    echo "-- $b"; timeout 60 "$b" >"$OUT/variant-$(basename "$b").txt" 2>&1; cat "$OUT/variant-$(basename "$b").txt"
+  done
+  for b in bench/bench_dev_p2p bench/bench_dev_p2p_*; do
+    [ -x "$b" ] || continue
+    echo "-- $b"
+    BENCH_DEV_ONLY=${BENCH_VARIANT_ONLY:-latency,call} timeout 100 "$MPIEXEC" -n 2 "$b" "$OUT/variant-$(basename "$b").csv" >"$OUT/variant-$(basename "$b").txt" 2>&1 ||
+      { echo "$b failed (exit $?)"; bench_fail=1; }
+    cat "$OUT/variant-$(basename "$b").txt"
+  done
+fi
+# Issue 26: the medium protocol's bounds chosen by measurement. For each
+# MAX:RING of MPIX_MID_SWEEP, on MPIX_RUN_NP ranks (2): Jacobi at N = 1024
+# and 4096 (halos of 8208 and 32784 bytes), the enqueue ping-pong to 64 KiB
+# and the device-initiated latency rows.
+if has_stage mid-sweep; then
+  mps_start
+  for mr in ${MPIX_MID_SWEEP:-8192:64 16400:128 40960:256}; do
+    log "mid-sweep: MPIX_DEVICE_MID_MAX=${mr%%:*} MPIX_DEVICE_MID_RING=${mr#*:}, ${MPIX_RUN_NP:-2} ranks"
+    for prog in "bench_jacobi -s 1024,4096" "bench_stream -m 65536" "bench_dev_p2p"; do
+      f="$OUT/sweep-${mr%%:*}-${prog%% *}-${MPIX_RUN_NP:-2}.txt"
+      [ "${prog%% *}" != bench_jacobi ] && [ "${MPIX_RUN_NP:-2}" != 2 ] && continue
+      MPIX_DEVICE_MID_MAX=${mr%%:*} MPIX_DEVICE_MID_RING=${mr#*:} BENCH_DEV_ONLY=latency timeout 120 \
+        "$MPIEXEC" -n "${MPIX_RUN_NP:-2}" bench/$prog >"$f" 2>&1 || { echo "$prog failed (exit $?)"; bench_fail=1; }
+      grep -vE "^csv|^latency +(self|pxself)" "$f" | grep -vE "^latency .* (131072|524288|2097152|8388608) "
+    done
+  done
+fi
 # Issue 26 on four GPUs (after bench-dev, which builds the NVSHMEM
 # baseline): the all-to-all of device-initiated messages against NVSHMEM's
-# put+signal, and the Jacobi exchange with and without medium messages.
+# put+signal (three peers' tags need more than the default 65536 keys), and
+# the Jacobi exchange with and without medium messages.
 if has_stage four; then
   log "four GPUs: device-initiated all-to-all vs NVSHMEM, Jacobi on 4 ranks (one per GPU)"
   mps_stop
   for lt in 64 65536; do
-    MPIX_DEVICE_LANE_TAGS=$lt BENCH_DEV_ONLY=a2a timeout 100 "$MPIEXEC" -n 4 bench/bench_dev_p2p "$OUT/a2a4_$lt.csv" \
+    MPIX_DEVICE_KEYS=262144 MPIX_DEVICE_LANE_TAGS=$lt BENCH_DEV_ONLY=a2a timeout 100 "$MPIEXEC" -n 4 bench/bench_dev_p2p "$OUT/a2a4_$lt.csv" \
       >"$OUT/a2a4_$lt.txt" 2>&1 || { echo "bench_dev_p2p -n 4 failed (exit $?)"; bench_fail=1; }
     echo "-- MPIX_DEVICE_LANE_TAGS=$lt"; cat "$OUT/a2a4_$lt.txt"
   done

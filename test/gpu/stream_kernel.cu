@@ -81,8 +81,8 @@ void sync(const Ctx &c) {
 // the bytes and the status.
 void sizes(const Ctx &c, bool small) {
   // Across the medium-message bounds too (33 B, 512-byte slots,
-  // MPIX_DEVICE_MID_MAX = 8 KiB).
-  std::vector<std::size_t> list = {0, 1, 8, 16, 32, 33, 100, 512, 513, 4096, 8192, 8193, 65539, 1u << 20};
+  // MPIX_DEVICE_MID_MAX = 16 KiB).
+  std::vector<std::size_t> list = {0, 1, 8, 16, 32, 33, 100, 512, 513, 4096, 8192, 8193, 16384, 16385, 65539, 1u << 20};
   if (!small) list.push_back(64u << 20);
   for (std::size_t n : list) {
     unsigned char *s = nullptr, *r = nullptr;
