@@ -559,10 +559,10 @@ int main(int argc, char **argv) {
     // Every rank's grid resident at once (threads wait on each other's).
     const int blocks = std::max(1, std::min(sms, sms * per_sm / sharing));
     const int rounds = 20;
-    // Tags from 4096 on are numbered in the key tables: a call past their
+    // Tags from MPIXD_DIRECT_TAGS on are numbered in the key tables: a call past their
     // room returns MPIX_DEVICE_ERR_KEYS, and its peer's receive would wait
     // forever (on four GPUs at the default 65536 keys).
-    const unsigned long long keyed = (unsigned long long)(size - 1) * std::max(0, blocks * 256 - 4096);
+    const unsigned long long keyed = (unsigned long long)(size - 1) * std::max(0, blocks * 256 - int(MPIXD_DIRECT_TAGS));
     const bool fits = keyed <= hw.keys;
     if (!fits && g_rank == 0)
       std::printf("a2a/%dgpu: skipped: %llu (peer, tag) pairs above MPIX_DEVICE_KEYS=%u\n", size, keyed, hw.keys);

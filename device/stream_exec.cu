@@ -84,11 +84,8 @@ __device__ int block_test(const MPIX_Device_comm *h, MPIX_Device_request *r) {
       s_first = r->next;
       if (r->state == MPIXD_SEND && (r->flags & MPIXD_R_MID)) {
         // Medium: slots and way, then announced; the lanes write the lines.
-        if (!(r->flags & MPIXD_R_TICKETS) &&
-            mpixd_mid_claim(h, r->peer, r->chan, r->nslots, &r->ticket) == MPIX_DEVICE_SUCCESS)
-          r->flags |= MPIXD_R_TICKETS;
         uint32_t slot;
-        if ((r->flags & MPIXD_R_TICKETS) && mpixd_claim_slot(h, r->peer, r->tag, r->seq, &slot)) {
+        if (mpixd_mid_send_ready(h, r, &slot)) {
           mpixd_mid_post(h, r->peer, h->bases[r->peer], slot, r->tag, r->seq, (uint32_t)r->bytes, r->ticket);
           r->flags |= MPIXD_R_POSTED;
           s_mid = 1;
@@ -152,7 +149,7 @@ __device__ int block_test(const MPIX_Device_comm *h, MPIX_Device_request *r) {
       __syncthreads();
       if (lane == 0) {
         r->state = MPIXD_INACTIVE;
-        r->status = send ? MPIX_DEVICE_SUCCESS : r->msg_bytes > r->bytes ? MPIX_DEVICE_ERR_TRUNCATE : MPIX_DEVICE_SUCCESS;
+        r->status = send ? MPIX_DEVICE_SUCCESS : mpixd_recv_status(r);
         s_rc = r->status;
       }
       __syncthreads();
@@ -181,7 +178,7 @@ __device__ int block_test(const MPIX_Device_comm *h, MPIX_Device_request *r) {
         r->next = first + k;
         if (r->next == r->nslots) {
           r->state = MPIXD_DONE;
-          r->status = r->msg_bytes > r->bytes ? MPIX_DEVICE_ERR_TRUNCATE : MPIX_DEVICE_SUCCESS;
+          r->status = mpixd_recv_status(r);
         }
       }
       s_rc = MPIX_DEVICE_PENDING;
@@ -346,7 +343,6 @@ __global__ void __launch_bounds__(1024) recv_wide_kernel(const MPIX_Device_comm 
   if (w->mid) {
     // A medium message into a large buffer: block 0 copies it alone.
     if (blockIdx.x != 0) return;
-    r.flags = MPIXD_R_MID;
     mpixd_mid_get_block(hp, &r, threadIdx.x, blockDim.x);
     if (threadIdx.x == 0) flush_deferred(hp, w);
     return;

@@ -13,6 +13,23 @@
 /* ---- the calls, for one thread (ops.cuh adds warp-aggregated numbering
  * and the _block variants, built on the same pieces) ---- */
 
+/* A complete receive's status: truncated when the message was longer than
+ * its buffer. */
+MPIXD_HD int mpixd_recv_status(const MPIX_Device_request *r) {
+  return r->msg_bytes > r->bytes ? MPIX_DEVICE_ERR_TRUNCATE : MPIX_DEVICE_SUCCESS;
+}
+
+/* What a medium send takes before its lines and announcement go out, as
+ * far as it can without waiting: its ring slots (once), then a table way
+ * or lane cell. True with *slot when it has both. */
+MPIXD_HD bool mpixd_mid_send_ready(const MPIX_Device_comm *h, MPIX_Device_request *r, uint32_t *slot) {
+  if (!(r->flags & MPIXD_R_TICKETS)) {
+    if (mpixd_mid_claim(h, r->peer, r->chan, r->nslots, &r->ticket) != MPIX_DEVICE_SUCCESS) return false;
+    r->flags |= MPIXD_R_TICKETS;
+  }
+  return mpixd_claim_slot(h, r->peer, r->tag, r->seq, slot);
+}
+
 /* Moves a send on as far as it can without waiting: ring tickets (a
  * message that fits the ring claims all at once, when there is room; a
  * longer one claims them up front and streams), the table entry, then the
@@ -20,13 +37,8 @@
 MPIXD_HD int mpixd_send_progress(const MPIX_Device_comm *h, MPIX_Device_request *r) {
   if (r->flags & MPIXD_R_MID) {
     /* Medium: its slots, its way, then lines and announcement at once. */
-    if (!(r->flags & MPIXD_R_TICKETS)) {
-      if (mpixd_mid_claim(h, r->peer, r->chan, r->nslots, &r->ticket) != MPIX_DEVICE_SUCCESS)
-        return MPIX_DEVICE_PENDING;
-      r->flags |= MPIXD_R_TICKETS;
-    }
     uint32_t slot;
-    if (!mpixd_claim_slot(h, r->peer, r->tag, r->seq, &slot)) return MPIX_DEVICE_PENDING;
+    if (!mpixd_mid_send_ready(h, r, &slot)) return MPIX_DEVICE_PENDING;
     mpixd_mid_put(h, r->peer, r->chan, r->ticket, r->buf, r->bytes, 0, 1);
     mpixd_mid_post(h, r->peer, h->bases[r->peer], slot, r->tag, r->seq, (uint32_t)r->bytes, r->ticket);
     r->flags |= MPIXD_R_POSTED;
@@ -211,7 +223,7 @@ MPIXD_HD void mpixd_recv_take_ex(const MPIX_Device_comm *h, MPIX_Device_request 
     }
     if (r->msg_bytes > 0 && r->bytes > 0) mpixd_inline_store(r->buf, w, r->msg_bytes < r->bytes ? r->msg_bytes : r->bytes);
     r->state = MPIXD_DONE;
-    r->status = r->msg_bytes > r->bytes ? MPIX_DEVICE_ERR_TRUNCATE : MPIX_DEVICE_SUCCESS;
+    r->status = mpixd_recv_status(r);
     return;
   }
   /* The acquire orders the entry's reads after its key. */
@@ -242,7 +254,7 @@ MPIXD_HD void mpixd_recv_take_ex(const MPIX_Device_comm *h, MPIX_Device_request 
   if (r->msg_bytes <= MPIXD_INLINE) {
     if (r->msg_bytes > 0 && r->bytes > 0) mpixd_inline_store(r->buf, w, r->msg_bytes < r->bytes ? r->msg_bytes : r->bytes);
     r->state = MPIXD_DONE;
-    r->status = r->msg_bytes > r->bytes ? MPIX_DEVICE_ERR_TRUNCATE : MPIX_DEVICE_SUCCESS;
+    r->status = mpixd_recv_status(r);
     return;
   }
   r->next = 0;
@@ -268,7 +280,7 @@ MPIXD_HD int mpixd_recv_progress(const MPIX_Device_comm *h, MPIX_Device_request 
   if (r->state == MPIXD_RECV_BOUND && (r->flags & MPIXD_R_MID)) {
     mpixd_mid_release(h, r, mpixd_mid_get(h, r, 0, 1));
     r->state = MPIXD_DONE;
-    r->status = r->msg_bytes > r->bytes ? MPIX_DEVICE_ERR_TRUNCATE : MPIX_DEVICE_SUCCESS;
+    r->status = mpixd_recv_status(r);
   }
   if (r->state == MPIXD_RECV_BOUND) {
     const uint32_t start = r->next;
@@ -280,7 +292,7 @@ MPIXD_HD int mpixd_recv_progress(const MPIX_Device_comm *h, MPIX_Device_request 
     if (r->next != start) mpixd_ring_release(h, r->peer, r->chan);
     if (r->next < r->nslots) return MPIX_DEVICE_PENDING;
     r->state = MPIXD_DONE;
-    r->status = r->msg_bytes > r->bytes ? MPIX_DEVICE_ERR_TRUNCATE : MPIX_DEVICE_SUCCESS;
+    r->status = mpixd_recv_status(r);
   }
   return MPIX_DEVICE_SUCCESS;
 }

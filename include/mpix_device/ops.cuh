@@ -325,7 +325,7 @@ __device__ inline int mpixd_recv_block(const MPIX_Device_comm *h, void *buf, siz
     next += k;
   }
   __syncthreads();
-  const int rc = s_req.msg_bytes > s_req.bytes ? MPIX_DEVICE_ERR_TRUNCATE : MPIX_DEVICE_SUCCESS;
+  const int rc = mpixd_recv_status(&s_req);
   if (received) *received = s_req.msg_bytes;
   __syncthreads();
   return rc;

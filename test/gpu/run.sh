@@ -482,21 +482,20 @@ if [ -x bench/bench_dev_p2p ]; then
   MPIX_DEVICE_CHANNELS=128 timeout 150 "$MPIEXEC" -n 2 bench/bench_dev_p2p "$OUT/bench_dev_p2p.csv" \
     >"$OUT/bench_dev_p2p.txt" 2>&1 || { echo "bench_dev_p2p failed (exit $?)"; bench_fail=1; }
   cat "$OUT/bench_dev_p2p.txt"
-  log "the same latency rows without lanes (MPIX_DEVICE_LANE_TAGS=0: every tag through the table, as before)"
-  MPIX_DEVICE_LANE_TAGS=0 BENCH_DEV_ONLY=latency timeout 100 "$MPIEXEC" -n 2 bench/bench_dev_p2p \
-    "$OUT/bench_dev_p2p_nolanes.csv" >"$OUT/bench_dev_p2p_nolanes.txt" 2>&1 ||
-    { echo "bench_dev_p2p without lanes failed (exit $?)"; bench_fail=1; }
-  cat "$OUT/bench_dev_p2p_nolanes.txt"
-  log "all-to-all with every tag of the test in lanes (MPIX_DEVICE_LANE_TAGS=65536: one atomic per send)"
-  MPIX_DEVICE_LANE_TAGS=65536 BENCH_DEV_ONLY=a2a timeout 100 "$MPIEXEC" -n 2 bench/bench_dev_p2p \
-    "$OUT/bench_dev_p2p_a2a_lanes.csv" >"$OUT/bench_dev_p2p_a2a_lanes.txt" 2>&1 ||
-    { echo "bench_dev_p2p a2a with lanes failed (exit $?)"; bench_fail=1; }
-  cat "$OUT/bench_dev_p2p_a2a_lanes.txt"
-  log "the same latency rows without medium messages (MPIX_DEVICE_MID_MAX=0: above 32 B through the payload rings, as before)"
-  MPIX_DEVICE_MID_MAX=0 BENCH_DEV_ONLY=latency timeout 100 "$MPIEXEC" -n 2 bench/bench_dev_p2p \
-    "$OUT/bench_dev_p2p_nomid.csv" >"$OUT/bench_dev_p2p_nomid.txt" 2>&1 ||
-    { echo "bench_dev_p2p without medium messages failed (exit $?)"; bench_fail=1; }
-  cat "$OUT/bench_dev_p2p_nomid.txt"
+  # dev_rows NAME ROWS WHAT ENV...: bench_dev_p2p's ROWS once more with ENV.
+  dev_rows() {
+    local name=$1 rows=$2 what=$3; shift 3
+    log "$what"
+    env "$@" BENCH_DEV_ONLY="$rows" timeout 100 "$MPIEXEC" -n 2 bench/bench_dev_p2p "$OUT/bench_dev_p2p_$name.csv" \
+      >"$OUT/bench_dev_p2p_$name.txt" 2>&1 || { echo "bench_dev_p2p ($name) failed (exit $?)"; bench_fail=1; }
+    cat "$OUT/bench_dev_p2p_$name.txt"
+  }
+  dev_rows nolanes latency "the same latency rows without lanes (MPIX_DEVICE_LANE_TAGS=0: every tag through the table, as before)" \
+    MPIX_DEVICE_LANE_TAGS=0
+  dev_rows a2a_lanes a2a "all-to-all with every tag of the test in lanes (MPIX_DEVICE_LANE_TAGS=65536: one atomic per send)" \
+    MPIX_DEVICE_LANE_TAGS=65536
+  dev_rows nomid latency "the same latency rows without medium messages (MPIX_DEVICE_MID_MAX=0: above 32 B through the payload rings, as before)" \
+    MPIX_DEVICE_MID_MAX=0
 fi
 # The baseline in the same run: NVSHMEM's put+signal ping-pong (issue 6's
 # anchor), built here against the NVSHMEM this machine has.
