@@ -16,12 +16,17 @@
 // ("csv,<method>,<bytes>,<usec>,<GB/s>", methods enqueue, enqueue_queued,
 // nccl, nccl_queued). Options: -n ITERS (default 1000 for small sizes,
 // scaled down for large; at most 200 queued: CUDA blocks a launch once a
-// stream holds about a thousand), -m MAXBYTES (default 4 MiB).
+// stream holds about a thousand), -m MAXBYTES (default 4 MiB; sizes 8 B, x4
+// up to it), -S BYTES,BYTES,... (these sizes instead), -x 1 (also both ways
+// at once: Irecv, Isend, Waitall per exchange on each rank, NCCL's grouped
+// recv and send beside it; "exchange" columns, time per exchange and
+// bidirectional GB/s).
 // Run: mpiexec -n 2 bench/bench_stream
 #include <cuda_runtime.h>
 #include <dlfcn.h>
 #include <mpi.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -97,10 +102,24 @@ int main(int argc, char **argv) {
   MPI_Comm_size(MPI_COMM_WORLD, &size);
   int base_iters = 1000;
   std::size_t max_bytes = std::size_t{4} << 20;
+  std::vector<std::size_t> sizes;
+  bool exchange = false;
   for (int i = 1; i + 1 < argc; i += 2) {
     if (std::strcmp(argv[i], "-n") == 0) base_iters = std::atoi(argv[i + 1]);
     if (std::strcmp(argv[i], "-m") == 0) max_bytes = std::strtoull(argv[i + 1], nullptr, 10);
+    if (std::strcmp(argv[i], "-x") == 0) exchange = std::atoi(argv[i + 1]) != 0;
+    if (std::strcmp(argv[i], "-S") == 0)
+      for (char *p = argv[i + 1]; *p != '\0';) {
+        char *end = nullptr;
+        const std::size_t v = std::strtoull(p, &end, 10);
+        if (end == p) break;
+        if (v > 0) sizes.push_back(v);
+        p = *end == ',' ? end + 1 : end;
+      }
   }
+  if (sizes.empty())
+    for (std::size_t bytes = 8; bytes <= max_bytes; bytes *= 4) sizes.push_back(bytes);
+  for (std::size_t b : sizes) max_bytes = std::max(max_bytes, b);
   if (mpix_test::use_gpu_of_rank(g_rank) < 0 || size != 2) {
     if (g_rank == 0) std::printf("bench_stream: needs 2 ranks and a GPU (skipped)\n");
     MPI_Finalize();
@@ -129,12 +148,13 @@ int main(int argc, char **argv) {
   struct Row {
     std::size_t bytes;
     double enqueue_us, nccl_us, enqueue_q_us, nccl_q_us;
+    double exchange_us = -1, nccl_exchange_us = -1;  // -x: both ways at once, per exchange
   };
   std::vector<Row> rows;
-  for (std::size_t bytes = 8; bytes <= max_bytes; bytes *= 4) {
+  for (const std::size_t bytes : sizes) {
     const int iters = iters_for(bytes, base_iters);
     const int n = static_cast<int>(bytes);
-    Row row{bytes, 0, -1, 0, -1};
+    Row row{bytes, 0, -1, 0, -1, -1, -1};
     const auto enqueue_round = [&] {
       if (g_rank == 0) {
         MPIX_Send_enqueue(sbuf, n, MPI_BYTE, peer, 0, comm);
@@ -146,6 +166,15 @@ int main(int argc, char **argv) {
     };
     row.enqueue_us = time_pingpong(cs, iters, enqueue_round);
     row.enqueue_q_us = time_pingpong_queued(cs, iters, enqueue_round, gate);
+    // Both ways at once, as a halo exchange or bidirectional bandwidth
+    // test posts them: nonblocking send and receive, one wait.
+    const auto exchange_round = [&] {
+      MPI_Request q[2];
+      MPIX_Irecv_enqueue(rbuf, n, MPI_BYTE, peer, 1, comm, &q[0]);
+      MPIX_Isend_enqueue(sbuf, n, MPI_BYTE, peer, 1, comm, &q[1]);
+      MPIX_Waitall_enqueue(2, q, MPI_STATUSES_IGNORE);
+    };
+    if (exchange) row.exchange_us = 2 * time_pingpong(cs, iters, exchange_round);
     if (have_nccl) {
       const auto nccl_round = [&] {
         if (g_rank == 0) {
@@ -158,6 +187,13 @@ int main(int argc, char **argv) {
       };
       row.nccl_us = time_pingpong(cs, iters, nccl_round);
       row.nccl_q_us = time_pingpong_queued(cs, iters, nccl_round, gate);
+      const auto nccl_exchange = [&] {
+        nccl.group_start();
+        nccl.recv(rbuf, bytes, kNcclInt8, peer, ncomm, cs);
+        nccl.send(sbuf, bytes, kNcclInt8, peer, ncomm, cs);
+        nccl.group_end();
+      };
+      if (exchange) row.nccl_exchange_us = 2 * time_pingpong(cs, iters, nccl_exchange);
     }
     rows.push_back(row);
   }
@@ -169,15 +205,23 @@ int main(int argc, char **argv) {
     cudaDeviceProp prop;
     cudaGetDeviceProperties(&prop, 0);
     std::printf("# bench_stream: ping-pong half round trip, device buffers, %s\n# %s\n", prop.name, lib);
-    std::printf("%12s %12s %8s %12s %8s %12s %8s %12s\n", "bytes", "enqueue(us)", "GB/s", "queued(us)", "GB/s",
+    std::printf("%12s %12s %8s %12s %8s %12s %8s %12s", "bytes", "enqueue(us)", "GB/s", "queued(us)", "GB/s",
                 "nccl(us)", "GB/s", "queued(us)");
+    if (exchange) std::printf(" %12s %8s %12s %8s", "exchange(us)", "bibw", "nccl-exch", "bibw");
+    std::printf("\n");
     for (const Row &r : rows) {
       std::printf("%12zu %12.2f %8.2f %12.2f %8.2f", r.bytes, r.enqueue_us, r.bytes / r.enqueue_us / 1e3,
                   r.enqueue_q_us, r.bytes / r.enqueue_q_us / 1e3);
       if (r.nccl_us >= 0)
-        std::printf(" %12.2f %8.2f %12.2f\n", r.nccl_us, r.bytes / r.nccl_us / 1e3, r.nccl_q_us);
+        std::printf(" %12.2f %8.2f %12.2f", r.nccl_us, r.bytes / r.nccl_us / 1e3, r.nccl_q_us);
       else
-        std::printf(" %12s %8s %12s\n", "n/a", "n/a", "n/a");
+        std::printf(" %12s %8s %12s", "n/a", "n/a", "n/a");
+      if (exchange) {
+        std::printf(" %12.2f %8.2f", r.exchange_us, 2.0 * r.bytes / r.exchange_us / 1e3);
+        if (r.nccl_exchange_us >= 0)
+          std::printf(" %12.2f %8.2f", r.nccl_exchange_us, 2.0 * r.bytes / r.nccl_exchange_us / 1e3);
+      }
+      std::printf("\n");
     }
     const auto csv = [](const char *method, std::size_t bytes, double us) {
       if (us >= 0) std::printf("csv,%s,%zu,%.3f,%.3f\n", method, bytes, us, bytes / us / 1e3);
@@ -187,6 +231,8 @@ int main(int argc, char **argv) {
       csv("enqueue_queued", r.bytes, r.enqueue_q_us);
       csv("nccl", r.bytes, r.nccl_us);
       csv("nccl_queued", r.bytes, r.nccl_q_us);
+      csv("exchange", r.bytes, r.exchange_us);
+      csv("nccl_exchange", r.bytes, r.nccl_exchange_us);
     }
   }
   if (ncomm != nullptr) nccl.comm_destroy(ncomm);

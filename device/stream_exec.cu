@@ -75,14 +75,18 @@ unsigned threads_for(std::size_t bytes, unsigned limit) {
 // Every lane calls it with the same r.
 __device__ int block_test(const MPIX_Device_comm *h, MPIX_Device_request *r) {
   __shared__ int s_rc;
-  __shared__ uint32_t s_first, s_k, s_mid;
+  __shared__ uint32_t s_first, s_k, s_mid, s_pull;
   const unsigned lane = threadIdx.x, lanes = blockDim.x;
   for (;;) {
     if (lane == 0) {
       s_k = 0;
       s_mid = 0;
+      s_pull = 0;
       s_first = r->next;
-      if (r->state == MPIXD_SEND && (r->flags & MPIXD_R_MID)) {
+      if (r->state == MPIXD_SEND && (r->flags & MPIXD_R_PULL)) {
+        // Pulled: the receiver copies; the send waits for its signal.
+        mpixd_pull_send_progress(h, r);
+      } else if (r->state == MPIXD_SEND && (r->flags & MPIXD_R_MID)) {
         // Medium: slots and way, then announced; the lanes write the lines.
         uint32_t slot;
         if (mpixd_mid_send_ready(h, r, &slot)) {
@@ -126,7 +130,9 @@ __device__ int block_test(const MPIX_Device_comm *h, MPIX_Device_request *r) {
         }
       } else if (r->state == MPIXD_RECV_WAIT || r->state == MPIXD_RECV_BOUND) {
         if (r->state == MPIXD_RECV_WAIT) mpixd_recv_match(h, r);
-        if (r->state == MPIXD_RECV_BOUND && (r->flags & MPIXD_R_MID)) {
+        if (r->state == MPIXD_RECV_BOUND && (r->flags & MPIXD_R_PULL)) {
+          s_pull = 1;
+        } else if (r->state == MPIXD_RECV_BOUND && (r->flags & MPIXD_R_MID)) {
           s_mid = 1;
         } else if (r->state == MPIXD_RECV_BOUND) {
           uint32_t k = 0;
@@ -141,6 +147,21 @@ __device__ int block_test(const MPIX_Device_comm *h, MPIX_Device_request *r) {
       }
     }
     __syncthreads();
+    if (s_pull) {
+      // A pulled message, straight from the sender's buffer by every lane.
+      mpixd_pull_copy(r, lane, lanes);
+      __syncthreads();
+      if (lane == 0) {
+        mpixd_pull_signal(h, r);
+        r->state = MPIXD_INACTIVE;
+        r->status = mpixd_recv_status(r);
+        s_rc = r->status;
+      }
+      __syncthreads();
+      const int rc = s_rc;
+      __syncthreads();
+      return rc;
+    }
     if (s_mid) {
       // A medium message's lines, by every lane, in one round.
       const bool send = r->state == MPIXD_SEND;
@@ -227,6 +248,10 @@ struct WideState {
   int rc;
   std::uint32_t chan, ticket, nslots, mid;
   std::uint64_t msg_bytes;
+  // A pulled message: its source, the number to signal, and the blocks
+  // done copying (the last one signals).
+  std::uint32_t pull, pull_gen, pull_done;
+  const void *pull_src;
   // The table way the last blocking receive took: freeing it (a remote
   // atomic) is left to the next kernel of ours, after its own work, so
   // that it is off the path from one message to the next.
@@ -295,6 +320,26 @@ __global__ void __launch_bounds__(1024) send_wide_kernel(const MPIX_Device_comm 
   if (blockIdx.x == 0 && threadIdx.x == 0) flush_deferred(hp, w);
 }
 
+// A pulled send (include/mpix_device/pull.h): one thread posts the entry
+// naming the buffer's export and waits until the receiver has copied it.
+__global__ void send_pull_kernel(const MPIX_Device_comm h, const void *buf, std::size_t bytes, int peer, int tag,
+                                 std::uint32_t seq, std::uint32_t export_id, std::uint64_t offset, std::uint32_t gen,
+                                 WideState *w, ExecFailure *failure, std::uint32_t op) {
+  after_previous();
+  const MPIX_Device_comm *hp = &h;
+  const int rc = mpixd_check_args(hp, buf, bytes, peer, tag);
+  if (rc == MPIX_DEVICE_SUCCESS) {
+    uint32_t slot;
+    unsigned ns = MPIXD_BACKOFF_MIN_NS;
+    while (!mpixd_claim_slot(hp, peer, tag, seq, &slot)) mpixd_backoff(&ns, MPIXD_BACKOFF_IPC_NS);
+    mpixd_post_pull(hp, hp->bases[peer], slot, tag, seq, static_cast<uint32_t>(bytes), export_id, offset, gen);
+    flush_deferred(hp, w);
+    ns = MPIXD_BACKOFF_MIN_NS;
+    while (!mpixd_pull_signalled(hp, peer, gen)) mpixd_backoff(&ns, MPIXD_BACKOFF_IPC_NS);
+  }
+  note_failure(failure, rc, op);
+}
+
 // Its receive: block 0 finds the entry, every block copies its chunks out
 // and releases their ring slots (in any order: the release is ordered by
 // whoever holds the ring's release lock).
@@ -308,13 +353,19 @@ __global__ void __launch_bounds__(1024) recv_wide_kernel(const MPIX_Device_comm 
     w->rc = mpixd_check(hp, buf, bytes, peer, tag, &r);
     w->nslots = 0;
     w->mid = 0;
+    w->pull = 0;
+    w->pull_done = 0;
     w->msg_bytes = 0;
     if (w->rc == MPIX_DEVICE_SUCCESS) {
       uint64_t key = 0, payload = 0;
       const int32_t slot = mpixd_wait_numbered(hp, peer, tag, seq, &key, &payload);
       mpixd_recv_start(&r, buf, bytes, peer, tag, seq);
       mpixd_recv_take(hp, &r, slot, key, payload, hp->bases[peer]);
-      if (r.state == MPIXD_RECV_BOUND) {
+      if (r.state == MPIXD_RECV_BOUND && (r.flags & MPIXD_R_PULL)) {
+        w->pull = 1;
+        w->pull_src = mpixd_pull_src(&r);
+        w->pull_gen = r.next;
+      } else if (r.state == MPIXD_RECV_BOUND) {
         w->chan = r.chan;
         w->ticket = r.ticket;
         w->nslots = r.nslots;
@@ -340,6 +391,24 @@ __global__ void __launch_bounds__(1024) recv_wide_kernel(const MPIX_Device_comm 
   r.ticket = w->ticket;
   r.nslots = w->nslots;
   r.msg_bytes = w->msg_bytes;
+  if (w->pull) {
+    // A pulled message: every block copies its share of the grid's lanes;
+    // the last block to finish tells the sender.
+    r.ticket = static_cast<uint32_t>(reinterpret_cast<std::uintptr_t>(w->pull_src));
+    r.nslots = static_cast<uint32_t>(reinterpret_cast<std::uintptr_t>(w->pull_src) >> 32);
+    r.next = w->pull_gen;
+    mpixd_pull_copy(&r, blockIdx.x * blockDim.x + threadIdx.x, gridDim.x * blockDim.x);
+    __syncthreads();
+    if (threadIdx.x == 0) {
+      __threadfence();
+      if (atomicAdd(&w->pull_done, 1u) == gridDim.x - 1) {
+        __threadfence();
+        mpixd_pull_signal(hp, &r);
+      }
+    }
+    if (blockIdx.x == 0 && threadIdx.x == 0) flush_deferred(hp, w);
+    return;
+  }
   if (w->mid) {
     // A medium message into a large buffer: block 0 copies it alone.
     if (blockIdx.x != 0) return;
@@ -479,6 +548,24 @@ __global__ void start_kernel(const MPIX_Device_comm h, MPIX_Device_request *r, b
     }
   }
   if (threadIdx.x == 0) flush_deferred(&h, w);
+}
+
+// A nonblocking pulled send: one thread fills the request and posts its
+// entry if a way is free (the wait does the rest).
+__global__ void start_pull_kernel(const MPIX_Device_comm h, MPIX_Device_request *r, const void *buf,
+                                  std::size_t bytes, int peer, int tag, std::uint32_t seq, std::uint32_t export_id,
+                                  std::uint64_t offset, std::uint32_t gen, WideState *w) {
+  after_previous();
+  const int rc = mpixd_check(&h, buf, bytes, peer, tag, r);
+  if (rc != MPIX_DEVICE_SUCCESS) {
+    r->state = MPIXD_DONE;
+    r->status = rc;
+    r->msg_bytes = 0;
+  } else {
+    mpixd_pull_send_init(r, buf, bytes, peer, tag, seq, export_id, offset, gen);
+    mpixd_pull_send_progress(&h, r);
+  }
+  flush_deferred(&h, w);
 }
 
 // Each block drives its share of the requests (whole-block copies) until
@@ -690,6 +777,14 @@ Status StreamExec::send(const void *buf, std::size_t bytes, int peer, int tag, s
                 m.failure, op);
 }
 
+Status StreamExec::send_pull(const void *buf, std::size_t bytes, int peer, int tag, std::uint32_t seq,
+                             std::uint32_t op, std::uint32_t export_id, std::uint64_t offset, std::uint32_t gen) {
+  Impl &m = *impl_;
+  if (!m.current()) return Status::kCudaError;
+  return launch(send_pull_kernel, 1, 1, m.stream, m.h, buf, bytes, peer, tag, seq, export_id, offset, gen, m.wide,
+                m.failure, op);
+}
+
 Status StreamExec::recv(void *buf, std::size_t bytes, int peer, int tag, std::uint32_t seq, std::uint32_t op,
                             ExecResult *out) {
   Impl &m = *impl_;
@@ -712,6 +807,14 @@ Status StreamExec::isend(DeviceRequest r, const void *buf, std::size_t bytes, in
   if (!m.current()) return Status::kCudaError;
   return launch(start_kernel, 1, threads_for(bytes, m.start_limit), m.stream, m.h, r, true, buf, bytes, peer, tag,
                 seq, m.wide);
+}
+
+Status StreamExec::isend_pull(DeviceRequest r, const void *buf, std::size_t bytes, int peer, int tag,
+                              std::uint32_t seq, std::uint32_t export_id, std::uint64_t offset, std::uint32_t gen) {
+  Impl &m = *impl_;
+  if (!m.current()) return Status::kCudaError;
+  return launch(start_pull_kernel, 1, 1, m.stream, m.h, r, buf, bytes, peer, tag, seq, export_id, offset, gen,
+                m.wide);
 }
 
 // A receive's start only records what it waits for (the message is

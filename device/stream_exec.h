@@ -58,7 +58,16 @@ class StreamExec {
   Status send(const void *buf, std::size_t bytes, int peer, int tag, std::uint32_t seq, std::uint32_t op);
   Status recv(void *buf, std::size_t bytes, int peer, int tag, std::uint32_t seq, std::uint32_t op,
                   ExecResult *out);
+  // A blocking send the receiver pulls (include/mpix_device/pull.h): buf is
+  // at `offset` in the allocation exported as `export_id`, which the peer
+  // has mapped; gen: the number it waits for (PullLinks::take_gen).
+  Status send_pull(const void *buf, std::size_t bytes, int peer, int tag, std::uint32_t seq, std::uint32_t op,
+                   std::uint32_t export_id, std::uint64_t offset, std::uint32_t gen);
   // Nonblocking: starts `r` in stream order; wait() completes it.
+  // isend_pull: a send the peer pulls (as send_pull; gen's done word must
+  // not be another pulled send's in flight).
+  Status isend_pull(DeviceRequest r, const void *buf, std::size_t bytes, int peer, int tag, std::uint32_t seq,
+                    std::uint32_t export_id, std::uint64_t offset, std::uint32_t gen);
   Status isend(DeviceRequest r, const void *buf, std::size_t bytes, int peer, int tag, std::uint32_t seq);
   Status irecv(DeviceRequest r, void *buf, std::size_t bytes, int peer, int tag, std::uint32_t seq);
   // The stream moves on once every request of reqs is complete (results[i]

@@ -22,6 +22,14 @@ std::unique_ptr<StreamExec> StreamExec::create(void *, const MPIX_Device_comm &,
 Status StreamExec::send(const void *, std::size_t, int, int, std::uint32_t, std::uint32_t) {
   return Status::kNoGpu;
 }
+Status StreamExec::send_pull(const void *, std::size_t, int, int, std::uint32_t, std::uint32_t, std::uint32_t,
+                             std::uint64_t, std::uint32_t) {
+  return Status::kNoGpu;
+}
+Status StreamExec::isend_pull(DeviceRequest, const void *, std::size_t, int, int, std::uint32_t, std::uint32_t,
+                              std::uint64_t, std::uint32_t) {
+  return Status::kNoGpu;
+}
 Status StreamExec::recv(void *, std::size_t, int, int, std::uint32_t, std::uint32_t, ExecResult *) {
   return Status::kNoGpu;
 }

@@ -7,10 +7,12 @@
 
 #include "device_handle.h"
 #include "enqueue.h"
+#include "device/memtype.h"
 #include "progress/datatype.h"
 #include "src/errors.h"
 #include "src/mpi/api_common.h"
 #include "src/runtime_state.h"
+#include "stream_pull.h"
 
 namespace mpix::stream {
 namespace {
@@ -84,10 +86,24 @@ std::unique_ptr<KernelComm> KernelComm::create(MPI_Comm comm, Stream *s) {
   PMPI_Allreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_MIN, comm);
   // All ranks agree, so all destroy their mailboxes together (collective).
   if (!ok) return nullptr;
+  // On every rank whatever MPIX_STREAM_PULL_MIN says (its destruction is
+  // collective); the setting only decides what a sender pulls.
+  k->pull_ = std::make_unique<PullLinks>(k->dev_->sync, k->dev_->h, device::query(k->dev_->h.local).device);
   return k;
 }
 
 KernelComm::~KernelComm() = default;
+
+bool KernelComm::pull_ready(const void *buf, std::size_t bytes, int peer, std::uint32_t *export_id,
+                            std::uint64_t *offset, std::uint32_t *gen) {
+  const long min = runtime().config.stream_pull_min;
+  // Above a table entry at least: the receive tells a pulled entry from an
+  // inline one by its channel only past MPIXD_INLINE.
+  if (min <= 0 || bytes < static_cast<std::size_t>(min) || bytes <= MPIXD_INLINE || !pull_) return false;
+  // 32-bit sizes in the table entry.
+  if (bytes > 0xffffffffu) return false;
+  return peer != dev_->h.rank && pull_->ready(buf, peer, export_id, offset) && pull_->take_gen(peer, gen);
+}
 
 int KernelComm::launch_failed(MPI_Comm comm, const char *func) {
   std::fprintf(stderr, "[mpix] %s (stream operation %u): launching its kernel on the stream failed\n", func,
@@ -147,6 +163,11 @@ int KernelComm::p2p(Stream &s, OpType type, const void *sbuf, void *rbuf, int co
     return MPI_SUCCESS;
   }
 
+  // Offers and confirmations of pulled buffers are taken on large
+  // operations (which pull) and now and then, off the small ones' path.
+  if (pull_ && ((op & 63u) == 0 || (runtime().config.stream_pull_min > 0 &&
+                                    bytes >= static_cast<std::size_t>(runtime().config.stream_pull_min))))
+    pull_->poll();
   KernelBuffer b;
   if (!stage_if_pageable(x, base, bytes, send, &b)) return launch_failed(comm, func);
   const std::uint32_t seq = send ? sends_.next(peer, tag) : recvs_.next(peer, tag);
@@ -156,8 +177,16 @@ int KernelComm::p2p(Stream &s, OpType type, const void *sbuf, void *rbuf, int co
     device::ExecResult *result = nullptr;
     if (!send && status != MPI_STATUS_IGNORE && (result = x.take_result()) == nullptr)
       return launch_failed(comm, func);
-    const device::Status st = send ? x.send(b.view, bytes, peer, tag, seq, op)
-                                    : x.recv(const_cast<void *>(b.view), bytes, peer, tag, seq, op, result);
+    std::uint32_t export_id = 0, gen = 0;
+    std::uint64_t offset = 0;
+    const bool pulled = send && b.staged == nullptr && pull_ready(b.view, bytes, peer, &export_id, &offset, &gen);
+    if (pulled) {
+      stream_stats().pulled.fetch_add(1, std::memory_order_relaxed);
+      pull_->give_gen(peer, gen);  // the stream finishes this send before anything later
+    }
+    const device::Status st = pulled ? x.send_pull(b.view, bytes, peer, tag, seq, op, export_id, offset, gen)
+                              : send ? x.send(b.view, bytes, peer, tag, seq, op)
+                                     : x.recv(const_cast<void *>(b.view), bytes, peer, tag, seq, op, result);
     if (st != device::Status::kOk) {
       x.give_back(result);
       return launch_failed(comm, func);
@@ -187,9 +216,18 @@ int KernelComm::p2p(Stream &s, OpType type, const void *sbuf, void *rbuf, int co
     unstage(x, b.staged, nullptr, 0);
     return launch_failed(comm, func);
   }
-  const device::Status st = send ? x.isend(r->dreq, b.view, bytes, peer, tag, seq)
-                                  : x.irecv(r->dreq, const_cast<void *>(b.view), bytes, peer, tag, seq);
+  std::uint32_t export_id = 0;
+  std::uint64_t offset = 0;
+  const bool pulled = send && b.staged == nullptr && runtime().config.stream_pull_nonblocking &&
+                      pull_ready(b.view, bytes, peer, &export_id, &offset, &r->pull_gen);
+  if (pulled) stream_stats().pulled.fetch_add(1, std::memory_order_relaxed);
+  else r->pull_gen = 0;
+  const device::Status st = pulled ? x.isend_pull(r->dreq, b.view, bytes, peer, tag, seq, export_id, offset,
+                                                  r->pull_gen)
+                            : send ? x.isend(r->dreq, b.view, bytes, peer, tag, seq)
+                                   : x.irecv(r->dreq, const_cast<void *>(b.view), bytes, peer, tag, seq);
   if (st != device::Status::kOk) {
+    if (pulled) pull_->give_gen(peer, r->pull_gen);
     x.give_back(r->dreq);
     unstage(x, b.staged, nullptr, 0);
     return launch_failed(comm, func);
@@ -240,9 +278,11 @@ int KernelComm::wait(const std::vector<std::shared_ptr<EnqRequest>> &reqs, const
     unstage(x, r->staged, r->user_buf, r->capacity);
     r->staged = nullptr;
     // Reused only by operations enqueued later, which the stream runs after
-    // this wait.
+    // this wait (the pulled send's done word too).
     x.give_back(r->dreq);
     r->dreq = nullptr;
+    if (r->pull_gen != 0) pull_->give_gen(r->peer, r->pull_gen);
+    r->pull_gen = 0;
   }
   return MPI_SUCCESS;
 }

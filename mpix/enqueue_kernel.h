@@ -30,6 +30,8 @@ struct DeviceHandle;
 
 namespace mpix::stream {
 
+class PullLinks;
+
 class KernelComm {
  public:
   // Collective over comm, a stream communicator being created (s: its local
@@ -59,8 +61,14 @@ class KernelComm {
   KernelComm() = default;
   int launch_failed(MPI_Comm comm, const char *func);
 
+  // Sends the peer pulls: *export_id, *offset, *gen filled when this one can
+  // be (a nonblocking one's gen is given back by its wait).
+  bool pull_ready(const void *buf, std::size_t bytes, int peer, std::uint32_t *export_id, std::uint64_t *offset,
+                  std::uint32_t *gen);
+
   std::unique_ptr<devhandle::DeviceHandle> dev_;
   std::unique_ptr<device::StreamExec> exec_;
+  std::unique_ptr<PullLinks> pull_;  // goes first: its hand-shake needs dev_'s communicator
   KeyNumbers sends_, recvs_;
   std::uint32_t next_op_ = 0;
 };

@@ -46,6 +46,7 @@ struct EnqRequest {
   std::size_t capacity = 0;      // receive buffer bytes
   void *staged = nullptr;        // device staging of a pageable buffer
   void *user_buf = nullptr;      // the pageable receive buffer staged for
+  std::uint32_t pull_gen = 0;    // a pulled send's number (0: not pulled), given back by its wait
   // Host-driven: a small device message's pinned slot (the receive's data
   // is copied out of it on the stream after the wait).
   device::StagedSlot *slot = nullptr;

@@ -24,6 +24,8 @@ struct Config {
   int stream_queue_depth;     // MPIX_STREAM_QUEUE_DEPTH
   bool stream_host_path;      // MPIX_STREAM_PATH
   long stream_wide_blocks;    // MPIX_STREAM_WIDE_BLOCKS
+  long stream_pull_min;       // MPIX_STREAM_PULL_MIN
+  bool stream_pull_nonblocking;  // MPIX_STREAM_PULL_NONBLOCKING
   bool gpu;                   // MPIX_GPU
   bool gpu_force_staging;     // MPIX_GPU_PATH
   long gpu_eager_limit;       // MPIX_GPU_EAGER_LIMIT

@@ -36,6 +36,7 @@ struct StreamStats {
   std::atomic<std::uint64_t> gpu_run{0};
   std::atomic<std::uint64_t> host_driven{0};
   std::atomic<std::uint64_t> host_staged{0};  // of those: device data copied on the stream
+  std::atomic<std::uint64_t> pulled{0};       // GPU-run sends the receiver pulled (one copy)
 };
 StreamStats &stream_stats();
 

@@ -35,6 +35,7 @@ MPIXD_HD bool mpixd_mid_send_ready(const MPIX_Device_comm *h, MPIX_Device_reques
  * longer one claims them up front and streams), the table entry, then the
  * chunks the ring has room for. */
 MPIXD_HD int mpixd_send_progress(const MPIX_Device_comm *h, MPIX_Device_request *r) {
+  if (r->flags & MPIXD_R_PULL) return mpixd_pull_send_progress(h, r);
   if (r->flags & MPIXD_R_MID) {
     /* Medium: its slots, its way, then lines and announcement at once. */
     uint32_t slot;
@@ -231,8 +232,16 @@ MPIXD_HD void mpixd_recv_take_ex(const MPIX_Device_comm *h, MPIX_Device_request 
   const mpixd_ment *e = mpixd_entry(h, h->local, r->peer, s);
   const mpixd_w16 head = *(const mpixd_w16 *)e;
   r->msg_bytes = (uint32_t)head.a;
+  /* A pulled message's export, offset and number are read before the way
+   * is freed (the sender may reuse it at once). */
+  const bool pulled = (uint32_t)(head.a >> 32) == MPIXD_CHAN_PULL;
+  mpixd_w16 pull;
+  pull.a = pull.b = 0;
+  if (pulled) pull = ((const mpixd_w16 *)e)[1];
   mpixd_w16 w[2];
-  if (r->msg_bytes <= MPIXD_INLINE) {
+  if (pulled) {
+    w[0].a = w[0].b = w[1].a = w[1].b = 0;
+  } else if (r->msg_bytes <= MPIXD_INLINE) {
     w[0] = ((const mpixd_w16 *)e->data)[0];
     w[1] = ((const mpixd_w16 *)e->data)[1];
   } else {
@@ -244,13 +253,17 @@ MPIXD_HD void mpixd_recv_take_ex(const MPIX_Device_comm *h, MPIX_Device_request 
     /* The turn's store depends on every word read from the entry, so it
      * cannot issue before they are read (as for a tiny message): no
      * release, so no system-scope fence on the receiver's path. */
-    uint32_t dep = mpixd_zero_of(head.a) | mpixd_zero_of(head.b);
-    if (r->msg_bytes <= MPIXD_INLINE)
+    uint32_t dep = mpixd_zero_of(head.a) | mpixd_zero_of(head.b) | mpixd_zero_of(pull.a) | mpixd_zero_of(pull.b);
+    if (!pulled && r->msg_bytes <= MPIXD_INLINE)
       dep |= mpixd_zero_of(w[0].a) | mpixd_zero_of(w[0].b) | mpixd_zero_of(w[1].a) | mpixd_zero_of(w[1].b);
     mpixd_lane_pass(h, r->peer, src_base, r->tag, r->seq, dep);
   }
   else if (defer) *defer = s;
   else mpixd_free_way(h, r->peer, src_base, s, false);
+  if (pulled) {
+    mpixd_pull_bind(h, r, (uint32_t)head.b, pull);
+    return;
+  }
   if (r->msg_bytes <= MPIXD_INLINE) {
     if (r->msg_bytes > 0 && r->bytes > 0) mpixd_inline_store(r->buf, w, r->msg_bytes < r->bytes ? r->msg_bytes : r->bytes);
     r->state = MPIXD_DONE;
@@ -277,6 +290,12 @@ MPIXD_HD bool mpixd_recv_match(const MPIX_Device_comm *h, MPIX_Device_request *r
 
 MPIXD_HD int mpixd_recv_progress(const MPIX_Device_comm *h, MPIX_Device_request *r) {
   if (r->state == MPIXD_RECV_WAIT && !mpixd_recv_match(h, r)) return MPIX_DEVICE_PENDING;
+  if (r->state == MPIXD_RECV_BOUND && (r->flags & MPIXD_R_PULL)) {
+    mpixd_pull_copy(r, 0, 1);
+    mpixd_pull_signal(h, r);
+    r->state = MPIXD_DONE;
+    r->status = mpixd_recv_status(r);
+  }
   if (r->state == MPIXD_RECV_BOUND && (r->flags & MPIXD_R_MID)) {
     mpixd_mid_release(h, r, mpixd_mid_get(h, r, 0, 1));
     r->state = MPIXD_DONE;

@@ -78,7 +78,9 @@ MPIXD_HD uint64_t mpixd_layout(MPIX_Device_comm *h, uint64_t header) {
   h->off_mstaging = mpixd_align(h->off_lturns + lane_cells * sizeof(uint32_t), 256);
   h->off_mrchan = mpixd_align(h->off_mstaging + rings * h->mid_slots * (uint64_t)MPIXD_MID_SLOT_BYTES, 256);
   h->off_mschan = mpixd_align(h->off_mrchan + rings * h->mrchan_bytes, 256);
-  return mpixd_align(h->off_mschan + (h->mid_slots ? rings * sizeof(mpixd_schan) : 0), 256);
+  h->off_pull = mpixd_align(h->off_mschan + (h->mid_slots ? rings * sizeof(mpixd_schan) : 0), 256);
+  return mpixd_align(h->off_pull + n * MPIXD_PULL_EXPORTS * sizeof(uint64_t) + n * MPIXD_PULL_DONE * sizeof(uint32_t),
+                     256);
 }
 
 /* Cells ({match key, tiny payload}, 16 bytes a way) and entries of the
@@ -125,6 +127,18 @@ MPIXD_HD mpixd_rchan *mpixd_mid_rchan_of(const MPIX_Device_comm *h, int src, uin
 }
 MPIXD_HD mpixd_schan *mpixd_mid_schan_of(const MPIX_Device_comm *h, char *base, int dst, uint32_t c) {
   return (mpixd_schan *)(base + h->off_mschan + ((uint64_t)dst * h->channels + c) * sizeof(mpixd_schan));
+}
+
+/* Pulled messages (pull.h): the addresses, as mapped here, of the buffers
+ * `src` exported to this rank (written by this rank's host); and in mailbox
+ * `base` (the sender's), the word the receiver `rank` signals number `gen`
+ * on (its low bits pick one of MPIXD_PULL_DONE). */
+MPIXD_HD uint64_t *mpixd_pull_imports(const MPIX_Device_comm *h, int src) {
+  return (uint64_t *)(h->local + h->off_pull) + (uint64_t)src * MPIXD_PULL_EXPORTS;
+}
+MPIXD_HD uint32_t *mpixd_pull_done(const MPIX_Device_comm *h, char *base, int rank, uint32_t gen) {
+  return (uint32_t *)(base + h->off_pull + (uint64_t)h->size * MPIXD_PULL_EXPORTS * sizeof(uint64_t)) +
+         (uint64_t)rank * MPIXD_PULL_DONE + (gen & (MPIXD_PULL_DONE - 1));
 }
 
 /* Whether peer shares this GPU: then its synchronisations need only GPU

@@ -301,7 +301,13 @@ __device__ inline int mpixd_recv_block(const MPIX_Device_comm *h, void *buf, siz
     return rc;
   }
   if (s_req.state == MPIXD_RECV_BOUND && (s_req.flags & MPIXD_R_MID)) mpixd_mid_get_block(h, &s_req, lane, lanes);
-  const uint32_t n = s_req.state == MPIXD_RECV_BOUND && !(s_req.flags & MPIXD_R_MID) ? s_req.nslots : 0;
+  if (s_req.state == MPIXD_RECV_BOUND && (s_req.flags & MPIXD_R_PULL)) {
+    mpixd_pull_copy(&s_req, lane, lanes);
+    __syncthreads();
+    if (lane == 0) mpixd_pull_signal(h, &s_req);
+  }
+  const uint32_t n =
+      s_req.state == MPIXD_RECV_BOUND && !(s_req.flags & (MPIXD_R_MID | MPIXD_R_PULL)) ? s_req.nslots : 0;
   for (uint32_t next = 0; next < n;) {
     if (lane == 0) {
       /* Relaxed polls, then one fence: it orders every lane's reads of the

@@ -101,6 +101,7 @@
 #include "lanes.h"  /* lanes, and the choice of a lane cell or the table */
 #include "ring.h"   /* the payload rings */
 #include "mid.h"    /* medium messages: flagged lines, one hand-over */
+#include "pull.h"   /* pulled messages: the receiver copies from the sender's buffer */
 #include "checks.h" /* argument checks */
 
 #endif

@@ -28,7 +28,10 @@
 #define MPIXD_DIRECT_TAGS 4096u /* tags numbered by counters at fixed places (no key-table lookup) */
 #define MPIXD_LANE 8u    /* cells per lane key: its messages in flight at most */
 #define MPIXD_SLOT_LANE 0x40000000u /* a slot index that names a lane cell, not a table way */
-#define MPIXD_MID_SLOT_BYTES 1024u /* bytes of a medium ring slot: 64 lines of 8 payload bytes and their flags */
+#define MPIXD_MID_SLOT_BYTES 1024u
+#define MPIXD_PULL_EXPORTS 64u /* sender buffers a rank may name to each peer for pulling (pull.h) */
+#define MPIXD_PULL_DONE 64u    /* done words per (sender, receiver): pulled sends in flight at most */
+#define MPIXD_CHAN_PULL 0xffffffffu /* a table entry's channel: the receiver pulls from the sender's buffer */ /* bytes of a medium ring slot: 64 lines of 8 payload bytes and their flags */
 
 #ifdef __cplusplus
 extern "C" {
@@ -56,6 +59,7 @@ typedef struct MPIX_Device_comm {
   uint64_t off_mstaging; /* medium rings: flagged lines, per (source, channel) */
   uint64_t off_mrchan;  /* medium rings: release state and slot states */
   uint64_t off_mschan;  /* medium rings: sender side, ticket counter and credit */
+  uint64_t off_pull;    /* pulled messages: imported peer buffers, per (source, export); done words, per (destination, slot) */
   uint32_t rchan_bytes;
   uint32_t mrchan_bytes;
   uint32_t mid_slots;   /* medium ring slots (power of two; 0: no medium rings) */
@@ -108,6 +112,10 @@ enum mpixd_req_state { MPIXD_INACTIVE = 0, MPIXD_SEND, MPIXD_RECV_WAIT, MPIXD_RE
 /* A send or a bound receive of a medium message (ticket and nslots name
  * its medium ring slots: see mid.h). */
 #define MPIXD_R_MID 4u
+/* A pulled message (see pull.h). A bound receive: ticket and nslots hold
+ * the source address, next the number to signal back. A send: chan the
+ * export, ticket and nslots the offset, next the number it waits for. */
+#define MPIXD_R_PULL 8u
 
 #define MPIXD_PATH_IPC 0
 #define MPIXD_PATH_PROXY 1

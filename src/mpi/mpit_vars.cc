@@ -97,6 +97,9 @@ const Pvar kPvars[] = {
      &Sample::gpu_native_staged},
     {"mpix_stream_ops_gpu", kCounter, "*_enqueue operations run by kernels on the GPU stream",
      &Sample::stream_gpu_run},
+    {"mpix_stream_sends_pulled", kCounter,
+     "blocking *_enqueue sends run by kernels whose receiver copied straight from the send buffer (one copy)",
+     &Sample::stream_pulled},
     {"mpix_stream_ops_host", kCounter, "*_enqueue operations driven by the host progress thread",
      &Sample::stream_host_driven},
     {"mpix_malformed_dropped", kCounter,
@@ -149,6 +152,7 @@ Sample sample_now() {
   s.peer_exits = t.peer_exits;
   s.stream_gpu_run = stream_stats().gpu_run.load(std::memory_order_relaxed);
   s.stream_host_driven = stream_stats().host_driven.load(std::memory_order_relaxed);
+  s.stream_pulled = stream_stats().pulled.load(std::memory_order_relaxed);
   s.malformed = progress::malformed_messages();
   return s;
 }

@@ -93,10 +93,11 @@ void print_statistics(const char *transport, const progress::TransportStats &t) 
   if (st.gpu_run + st.host_driven > 0)
     std::fprintf(stderr,
                  "[mpix] rank %d: stream operations run by the GPU %llu, host-driven %llu (device data staged on "
-                 "the stream %llu)\n",
+                 "the stream %llu); GPU-run sends pulled by their receiver %llu\n",
                  rt.world_rank, static_cast<unsigned long long>(st.gpu_run.load()),
                  static_cast<unsigned long long>(st.host_driven.load()),
-                 static_cast<unsigned long long>(st.host_staged.load()));
+                 static_cast<unsigned long long>(st.host_staged.load()),
+                 static_cast<unsigned long long>(st.pulled.load()));
   const p2p::RegionBatchStats s = p2p::region_batch_stats();
   if (s.batches == 0 && s.sequential == 0) return;
   std::fprintf(stderr,

@@ -33,7 +33,10 @@
 # 30: host messages 1 KiB - 16 MiB, native vs mpix), bench-threads (issue 27:
 # bench/bench_threads, 1-8 threads per rank, native vs mpix), reuse (issue 24:
 # dev_reuse and p2p_native, then each under compute-sanitizer with 2 ranks),
-# probe (issue 25: dev_reuse on the proxy path, host stacks if it hangs), four
+# sanitize-two (gpu-tests' two-rank compute-sanitizer runs alone; those
+# named by the regex MPIX_SAN2_ONLY),
+# stream-pull (issue 26: bench_stream at 1-64 MiB, pulled, ring and
+# host-driven), probe (issue 25: dev_reuse on the proxy path, host stacks if it hangs), four
 # (issue 26: all-to-all and Jacobi on 4 GPUs, after bench-dev), variants
 # (other builds of bench_gpu_copy and bench_dev_p2p side by side), mid-sweep
 # (issue 26: Jacobi, enqueue and device latency per medium-message bound). The build
@@ -155,11 +158,12 @@ on_both_paths() {
   local limit=$1 name=$2 path
   shift 2
   for path in ${MPIX_RUN_PATHS:-auto mid0 host}; do
-    local sp=$path mid=${MPIX_DEVICE_MID_MAX:-16384}
+    local sp=$path mid=${MPIX_DEVICE_MID_MAX:-16384} pull=${MPIX_STREAM_PULL_MIN:-4194304}
     [ $path = mid0 ] && { sp=auto; mid=0; }
-    MPIX_DEVICE_MID_MAX=$mid MPIX_STREAM_PATH=$sp timeout "$limit" "$MPIEXEC" -n "${MPIX_RUN_NP:-2}" "$@" >"$OUT/${name}_$path.txt" 2>&1 ||
+    [ $path = pull0 ] && { sp=auto; pull=0; }
+    MPIX_STREAM_PULL_MIN=$pull MPIX_DEVICE_MID_MAX=$mid MPIX_STREAM_PATH=$sp timeout "$limit" "$MPIEXEC" -n "${MPIX_RUN_NP:-2}" "$@" >"$OUT/${name}_$path.txt" 2>&1 ||
       { echo "$name ($path) failed (exit $?)"; bench_fail=1; }
-    echo "-- $name, MPIX_STREAM_PATH=$sp MPIX_DEVICE_MID_MAX=$mid"; cat "$OUT/${name}_$path.txt"
+    echo "-- $name, MPIX_STREAM_PATH=$sp MPIX_DEVICE_MID_MAX=$mid MPIX_STREAM_PULL_MIN=$pull"; cat "$OUT/${name}_$path.txt"
   done
 }
 # The entries of the GPU testlist whose program matches a pattern, alone.
@@ -180,8 +184,9 @@ memcheck_two_ranks() {
   local lib=$PWD/src/.libs/libmpix.so only=
   [ -e "$lib" ] || lib=$PWD/src/.libs/libmpix.so.0
   [ "$(nvidia-smi -L 2>/dev/null | wc -l)" -ge 2 ] && [ -z "${CUDA_VISIBLE_DEVICES:-}" ] || only=host
-  san2() {  # NAME ENV... PROGRAM
+  san2() {  # NAME ENV... PROGRAM (only names matching MPIX_SAN2_ONLY, a regex)
     local name=$1; shift
+    [[ $name =~ ${MPIX_SAN2_ONLY:-.} ]] || return 0
     if timeout 300 "$MPIEXEC" -n 2 env "$@" >"$OUT/sanitizer-$name.log" 2>&1; then
       echo "memcheck clean (2 ranks): $name"
     else
@@ -193,6 +198,12 @@ memcheck_two_ranks() {
   san2 p2p_native compute-sanitizer --tool memcheck --error-exitcode 9 --target-processes all env LD_PRELOAD="$lib" test/gpu/p2p_native
   # The resident copy kernel (issue 25) and its descriptors in pinned memory.
   san2 p2p_kernel_copy compute-sanitizer --tool memcheck --error-exitcode 9 test/gpu/p2p_kernel_copy
+  # Pulled stream sends (issue 26): the receiver's kernels read the
+  # sender's buffer through an IPC mapping, from 64 KiB on.
+  if [ -z "$only" ]; then
+    san2 stream_kernel_pull MPIX_STREAM_PULL_MIN=65536 STREAM_TEST_SMALL=1 compute-sanitizer --tool memcheck --error-exitcode 9 test/gpu/stream_kernel
+    san2 stream_kernel_pull_racecheck MPIX_STREAM_PULL_MIN=65536 STREAM_TEST_SMALL=1 compute-sanitizer --tool racecheck --error-exitcode 9 test/gpu/stream_kernel
+  fi
 }
 
 if has_stage tests || has_stage gpu-tests; then
@@ -225,6 +236,14 @@ if command -v compute-sanitizer >/dev/null; then
 else
   echo "compute-sanitizer not found"
 fi
+fi
+
+# The two-rank sanitizer runs of gpu-tests alone.
+if has_stage sanitize-two; then
+  log "compute-sanitizer, two ranks"
+  mps_stop
+  san_fail=0
+  memcheck_two_ranks
 fi
 
 # The GPU testlist's entries whose program matches MPIX_SUBLIST (an
@@ -436,6 +455,12 @@ if has_stage stream-large; then
   log "benchmark: enqueue ping-pong up to 64 MiB, both paths"
   mps_start
   on_both_paths 90 bench_stream bench/bench_stream -m 67108864
+fi
+if has_stage stream-pull; then
+  log "benchmark: enqueue ping-pong 1-64 MiB: pulled (one copy), the ring (MPIX_STREAM_PULL_MIN=0), host-driven"
+  mps_start
+  MPIX_RUN_PATHS="auto pull0 host" on_both_paths 120 bench_stream_pull bench/bench_stream \
+    -x 1 -S 1048576,2097152,4194304,4194305,8388608,16777216,33554432,67108864
 fi
 if has_stage jacobi; then
   log "benchmark: 2D Jacobi halo exchange, both enqueue paths"

@@ -9,7 +9,9 @@
 //  - host completion calls on an enqueued request fail cleanly;
 //  - a peer's host MPI calls: matched on the host path, refused with
 //    MPIX_ERR_STREAM on the GPU path (wildcards too);
-//  - two streams on one pair of ranks, and a wait across them refused.
+//  - two streams on one pair of ranks, and a wait across them refused;
+//  - large blocking sends pulled by the receiver: reuse, offsets,
+//    truncation, counted.
 // Prints "skipped: no GPU" and exits 77 on a machine without one.
 #include <cuda_runtime.h>
 #include <mpi.h>
@@ -70,6 +72,22 @@ unsigned take_bad(const Ctx &c) {
   CHECK_CUDA(cudaMemcpy(&bad, c.bad, sizeof bad, cudaMemcpyDeviceToHost));
   CHECK_CUDA(cudaMemset(c.bad, 0, sizeof bad));
   return bad;
+}
+
+// What a receive of n bytes into device buffer r (memset to 0xEE before)
+// must show: no wrong byte counted by the check kernel, the status's count
+// (st may be null), and r untouched past n.
+void expect_arrival(const Ctx &c, const MPI_Status *st, const unsigned char *r, std::size_t n, const char *what) {
+  const unsigned bad = take_bad(c);
+  CHECK(bad == 0, "%s: %u bytes wrong", what, bad);
+  if (st != nullptr) {
+    int count = -1;
+    MPI_Get_count(st, MPI_BYTE, &count);
+    CHECK(count == static_cast<int>(n), "%s: status count %d", what, count);
+  }
+  unsigned char after[16];
+  CHECK_CUDA(cudaMemcpy(after, r + n, sizeof after, cudaMemcpyDeviceToHost));
+  for (unsigned char v : after) CHECK(v == 0xEE, "%s: written past it", what);
 }
 
 void sync(const Ctx &c) {
@@ -213,14 +231,9 @@ void short_into_wide(const Ctx &c) {
     sync(c);
     if (g_size == 1) *st = sts[0];
     if (receiver) {
-      const unsigned bad = take_bad(c);
-      CHECK(bad == 0, "%zu bytes into a wide receive: %u wrong", n, bad);
-      int count = -1;
-      MPI_Get_count(st.get(), MPI_BYTE, &count);
-      CHECK(count == static_cast<int>(n), "%zu bytes into a wide receive: count %d", n, count);
-      unsigned char after[64];
-      CHECK_CUDA(cudaMemcpy(after, r + n, sizeof after, cudaMemcpyDeviceToHost));
-      for (unsigned char v : after) CHECK(v == 0xEE, "%zu bytes into a wide receive: written past it", n);
+      char what[64];
+      std::snprintf(what, sizeof what, "%zu bytes into a wide receive", n);
+      expect_arrival(c, st.get(), r, n, what);
     }
     CHECK_CUDA(cudaFree(s));
     CHECK_CUDA(cudaFree(r));
@@ -253,6 +266,189 @@ void truncation(const Ctx &c) {
   sync(c);
   CHECK_CUDA(cudaFree(s));
   CHECK_CUDA(cudaFree(r));
+}
+
+// mpix's count of pulled sends (MPI_T), from the first call on; -1 where
+// the variable is missing.
+long long pulled_sends() {
+  static MPI_T_pvar_session session;
+  static MPI_T_pvar_handle handle = MPI_T_PVAR_HANDLE_NULL;
+  static bool opened = false, ok = false;
+  if (!opened) {
+    opened = true;
+    int provided = 0, index = -1, count = 0;
+    ok = MPI_T_init_thread(MPI_THREAD_SINGLE, &provided) == MPI_SUCCESS &&
+         MPI_T_pvar_session_create(&session) == MPI_SUCCESS &&
+         MPI_T_pvar_get_index("mpix_stream_sends_pulled", MPI_T_PVAR_CLASS_COUNTER, &index) == MPI_SUCCESS &&
+         MPI_T_pvar_handle_alloc(session, index, nullptr, &handle, &count) == MPI_SUCCESS;
+  }
+  unsigned long long v = 0;
+  if (!ok || MPI_T_pvar_read(session, handle, &v) != MPI_SUCCESS) return -1;
+  return static_cast<long long>(v);
+}
+
+// Nonblocking pulled sends (MPIX_STREAM_PULL_NONBLOCKING=on), both ways at
+// once: 70 sends of t bytes from one allocation and 70 receives in one
+// wait, twice, the buffers refilled in between. A sender has 64 done words
+// per peer: 64 sends pull, the others go by the ring, and all arrive in
+// order. Off: the same exchange, none pulled.
+void pulled_nonblocking(const Ctx &c, std::size_t t, bool pull_on) {
+  const char *nb = std::getenv("MPIX_STREAM_PULL_NONBLOCKING");
+  const bool on = pull_on && nb != nullptr && (std::strcmp(nb, "on") == 0 || std::strcmp(nb, "1") == 0);
+  constexpr int kMany = 70, kWords = 64, tag = 80;
+  const std::size_t span = t + 16;  // each message 16-byte aligned, with room to see overruns
+  unsigned char *s = nullptr, *r = nullptr;
+  CHECK_CUDA(cudaMalloc(&s, span * kMany));
+  CHECK_CUDA(cudaMalloc(&r, span * kMany));
+  const int n = static_cast<int>(t);
+  // Until each side's hosts have mapped the other's allocation.
+  const long long start = pulled_sends();
+  for (int i = 0; on && i < 100; ++i) {
+    int mine = pulled_sends() == start ? 1 : 0, more = 0;
+    MPI_Allreduce(&mine, &more, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+    if (!more) break;
+    MPI_Request q[2];
+    MPIX_Irecv_enqueue(r, n, MPI_BYTE, c.peer, tag + 1, c.comm, &q[0]);
+    MPIX_Isend_enqueue(s, n, MPI_BYTE, c.peer, tag + 1, c.comm, &q[1]);
+    MPIX_Waitall_enqueue(2, q, MPI_STATUSES_IGNORE);
+    sync(c);
+  }
+  for (int round = 0; round < 2; ++round) {
+    const long long before = pulled_sends();
+    std::vector<MPI_Request> q(2 * kMany, MPI_REQUEST_NULL);
+    auto st = std::make_unique<MPI_Status[]>(2 * kMany);
+    CHECK_CUDA(cudaMemsetAsync(r, 0xEE, span * kMany, c.cs));
+    for (int k = 0; k < kMany; ++k) {
+      fill<<<64, 256, 0, c.cs>>>(s + span * k, t, static_cast<unsigned>(7 * k + round + 11 * g_rank));
+      CHECK(MPIX_Irecv_enqueue(r + span * k, n, MPI_BYTE, c.peer, tag, c.comm, &q[k]) == MPI_SUCCESS, "irecv");
+      CHECK(MPIX_Isend_enqueue(s + span * k, n, MPI_BYTE, c.peer, tag, c.comm, &q[kMany + k]) == MPI_SUCCESS,
+            "isend");
+    }
+    CHECK(MPIX_Waitall_enqueue(2 * kMany, q.data(), st.get()) == MPI_SUCCESS, "waitall");
+    for (int k = 0; k < kMany; ++k)
+      check<<<64, 256, 0, c.cs>>>(r + span * k, t, static_cast<unsigned>(7 * k + round + 11 * c.peer), c.bad);
+    sync(c);
+    for (int k = 0; k < kMany; ++k) {
+      char what[64];
+      std::snprintf(what, sizeof what, "nonblocking pulled, round %d, message %d", round, k);
+      expect_arrival(c, &st[k], r + span * k, t, what);  // the first takes every message's wrong bytes
+      CHECK(st[k].MPI_SOURCE == c.peer, "%s: source %d", what, st[k].MPI_SOURCE);
+    }
+    const long long got = pulled_sends() - before;
+    if (on) CHECK(got == kWords, "nonblocking sends pulled, round %d: %lld, expected %d", round, got, kWords);
+    else CHECK(got == 0, "MPIX_STREAM_PULL_MIN=0 but %lld nonblocking sends pulled", got);
+  }
+  CHECK_CUDA(cudaFree(s));
+  CHECK_CUDA(cudaFree(r));
+}
+
+// Large blocking sends the receiver pulls straight from the send buffer
+// (MPIX_STREAM_PULL_MIN; two ranks, GPU path): each size around the bound
+// and up to 64 MiB, from one buffer refilled on the stream right after
+// each send returns (a send that completed before its receiver had copied
+// would deliver the next fill), at offsets that keep or break the 16-byte
+// alignment; into buffers longer than the message, truncated ones of each
+// receive kernel (one thread, one block, every block), and a nonblocking
+// receive. The buffer's first send to the peer goes by the ring while the
+// hosts map it: the counter must show the others pulled.
+void pulled(const Ctx &c, bool small) {
+  if (g_size != 2 || !g_gpu_path) return;
+  const char *env = std::getenv("MPIX_STREAM_PULL_MIN");
+  const std::size_t bound = env != nullptr ? std::strtoull(env, nullptr, 10) : std::size_t(4) << 20;
+  const bool on = bound > 0;
+  const std::size_t t = on ? bound : std::size_t(4) << 20;
+  std::vector<std::size_t> list = {t - 1, t, t + 1, std::size_t(8) << 20};
+  if (!small) list.push_back(std::size_t(64) << 20);
+  const std::size_t cap = (small ? std::size_t(8) << 20 : std::size_t(64) << 20) + 64;
+  unsigned char *s = nullptr, *r = nullptr;
+  CHECK_CUDA(cudaMalloc(&s, cap + 16));
+  CHECK_CUDA(cudaMalloc(&r, cap + 16));
+  constexpr int kRounds = 3;
+  constexpr int tag = 77;
+  // Until the hosts have mapped s: its first send offers it, and each host
+  // takes the hand-shake on a later large operation of its own.
+  const long long start = pulled_sends();
+  for (int i = 0; on && i < 100; ++i) {
+    int more = g_rank == 0 && pulled_sends() == start ? 1 : 0;
+    MPI_Bcast(&more, 1, MPI_INT, 0, MPI_COMM_WORLD);
+    if (!more) break;
+    if (g_rank == 0) MPIX_Send_enqueue(s, static_cast<int>(t), MPI_BYTE, 1, tag + 2, c.comm);
+    else MPIX_Recv_enqueue(r, static_cast<int>(t), MPI_BYTE, 0, tag + 2, c.comm, MPI_STATUS_IGNORE);
+    sync(c);
+  }
+  const long long before = pulled_sends();
+  long long expect = 0;  // sends that must have been pulled (rank 0)
+  for (std::size_t n : list) {
+    for (std::size_t off : {std::size_t(0), std::size_t(16), std::size_t(3)}) {
+      if (off == 3 && n > (std::size_t(8) << 20)) continue;  // byte copies: slow, and 8 MiB covers them
+      MPI_Barrier(MPI_COMM_WORLD);
+      if (g_rank == 0) {
+        for (int k = 0; k < kRounds; ++k) {
+          fill<<<256, 256, 0, c.cs>>>(s + off, n, static_cast<unsigned>(n + off + k));
+          CHECK(MPIX_Send_enqueue(s + off, static_cast<int>(n), MPI_BYTE, 1, tag, c.comm) == MPI_SUCCESS, "send");
+        }
+        if (on && n >= t) expect += kRounds;
+      } else {
+        for (int k = 0; k < kRounds; ++k) {
+          auto st = std::make_unique<MPI_Status>();
+          CHECK_CUDA(cudaMemsetAsync(r, 0xEE, n + 16, c.cs));
+          CHECK(MPIX_Recv_enqueue(r, static_cast<int>(n + 1), MPI_BYTE, 0, tag, c.comm, st.get()) == MPI_SUCCESS,
+                "recv");
+          check<<<256, 256, 0, c.cs>>>(r, n, static_cast<unsigned>(n + off + k), c.bad);
+          CHECK_CUDA(cudaStreamSynchronize(c.cs));
+          char what[80];
+          std::snprintf(what, sizeof what, "pulled %zu bytes at offset %zu, round %d", n, off, k);
+          expect_arrival(c, st.get(), r, n, what);
+        }
+      }
+      sync(c);
+    }
+  }
+  // Truncated receives (recv_small_kernel's one thread, recv_kernel's
+  // block, the wide kernel's grid), then a nonblocking receive (the wait
+  // kernel): each must still release the sender.
+  const std::size_t n = std::size_t(8) << 20;
+  for (std::size_t room : {std::size_t(16), std::size_t(100000), n / 2, n}) {
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (g_rank == 0) {
+      fill<<<256, 256, 0, c.cs>>>(s, n, 5);
+      CHECK(MPIX_Send_enqueue(s, static_cast<int>(n), MPI_BYTE, 1, tag + 1, c.comm) == MPI_SUCCESS, "send");
+      if (on) ++expect;
+    } else {
+      CHECK_CUDA(cudaMemsetAsync(r, 0xEE, n + 16, c.cs));
+      MPI_Status st;
+      if (room == n) {
+        MPI_Request q = MPI_REQUEST_NULL;
+        CHECK(MPIX_Irecv_enqueue(r, static_cast<int>(room), MPI_BYTE, 0, tag + 1, c.comm, &q) == MPI_SUCCESS,
+              "irecv");
+        CHECK(MPIX_Wait_enqueue(&q, &st) == MPI_SUCCESS, "wait");
+      } else {
+        CHECK(MPIX_Recv_enqueue(r, static_cast<int>(room), MPI_BYTE, 0, tag + 1, c.comm, &st) == MPI_SUCCESS,
+              "recv");
+      }
+      check<<<256, 256, 0, c.cs>>>(r, room, 5, c.bad);
+      CHECK_CUDA(cudaStreamSynchronize(c.cs));
+      char what[64];
+      std::snprintf(what, sizeof what, "pulled into %zu bytes", room);
+      // A truncated receive's count is the buffer's; checked by its error.
+      expect_arrival(c, room < n ? nullptr : &st, r, room, what);
+      if (room < n) {
+        CHECK(st.MPI_ERROR == MPI_ERR_TRUNCATE, "pulled into %zu bytes: status error %d", room, st.MPI_ERROR);
+        const int rc = MPIX_Send_enqueue(nullptr, 0, MPI_BYTE, MPI_PROC_NULL, 0, c.comm);
+        CHECK(error_class(rc) == MPI_ERR_TRUNCATE, "pulled into %zu bytes: the next call's class %d", room,
+              error_class(rc));
+      }
+    }
+    sync(c);
+  }
+  if (g_rank == 0) {
+    const long long got = pulled_sends() - before;
+    if (on) CHECK(got == expect, "sends pulled: %lld, expected %lld", got, expect);
+    else CHECK(got == 0, "MPIX_STREAM_PULL_MIN=0 but %lld sends pulled", got);
+  }
+  CHECK_CUDA(cudaFree(s));
+  CHECK_CUDA(cudaFree(r));
+  pulled_nonblocking(c, t, on);
 }
 
 // MPI_Test / MPI_Wait / MPI_Request_free on an enqueued request.
@@ -430,6 +626,8 @@ int main(int argc, char **argv) {
   short_into_wide(c);
   phase("truncation");
   truncation(c);
+  phase("pulled sends");
+  pulled(c, small);
   phase("host completion calls");
   host_completion(c);
   phase("host peer");

@@ -6,8 +6,8 @@
 // key completing in any order), back-pressure of the message table, the
 // payload rings and the key tables, streaming of
 // messages longer than the ring, truncation, argument checks, counter
-// wrap-around, the proxy descriptors, and randomised multi-threaded runs
-// with checksummed payloads.
+// wrap-around, the proxy descriptors, pulled messages, and randomised
+// multi-threaded runs with checksummed payloads.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -607,6 +607,83 @@ TEST(DevProto, MidTruncation) {
   }
   const uint32_t c = mpixd_channel(&s, 2);
   EXPECT_EQ(mpixd_mid_schan_of(&s, s.local, 1, c)->tail, 6u * 4 * 3);
+}
+
+// Pulled messages (pull.h): the sender posts (export, offset, number), the
+// receiver copies from the buffer its host mapped for that export and
+// signals the number on the sender's done word. In order with the key's
+// other messages (a ring message and a tiny one between), into buffers
+// longer and shorter than the message, through the table and lane cells;
+// every way and cell free again after.
+void pulled_entries(Shape sh) {
+  World w(2, sh);
+  const MPIX_Device_comm &s = w.h[0], &r = w.h[1];
+  constexpr uint32_t kExport = 5;
+  const auto src = payload(70000, 3);  // the "exported allocation"
+  mpixd_pull_imports(&r, 0)[kExport] = reinterpret_cast<uintptr_t>(src.data());
+  uint32_t gen = 0;
+  for (int tag : {2, 100}) {
+    for (size_t n : {33ul, 4096ul, 5001ul, 65536ul}) {
+      for (size_t cap : {n + 9, n, n - 1, 16ul, 0ul}) {
+        const size_t off = (n * 7 + cap) % 1000;
+        uint32_t seq = 0, slot = 0;
+        ASSERT_EQ(mpixd_take_seq_one(&s, true, 1, tag, false, &seq), MPIX_DEVICE_SUCCESS);
+        ASSERT_TRUE(mpixd_claim_slot(&s, 1, tag, seq, &slot));
+        mpixd_post_pull(&s, s.bases[1], slot, tag, seq, uint32_t(n), kExport, off, ++gen);
+        // Another message of the key behind it, which must match after.
+        const auto ring = payload(700, unsigned(n + cap));
+        ASSERT_EQ(send_blocking(s, ring.data(), ring.size(), 1, tag), MPIX_DEVICE_SUCCESS);
+        std::vector<unsigned char> in(cap + 16, 0xEE);
+        size_t got = 0;
+        const int want = cap < n ? MPIX_DEVICE_ERR_TRUNCATE : MPIX_DEVICE_SUCCESS;
+        EXPECT_EQ(recv_blocking(r, cap ? in.data() : nullptr, cap, 0, tag, &got), want) << n << " into " << cap;
+        EXPECT_EQ(got, n);
+        const size_t copied = std::min(n, cap);
+        EXPECT_TRUE(copied == 0 || 0 == std::memcmp(in.data(), src.data() + off, copied)) << n << " into " << cap;
+        EXPECT_EQ(in[copied], 0xEE) << n << " into " << cap;
+        EXPECT_TRUE(mpixd_pull_signalled(&s, 1, gen)) << "the sender was not released: " << n << " into " << cap;
+        std::vector<unsigned char> back(700);
+        EXPECT_EQ(recv_blocking(r, back.data(), back.size(), 0, tag, &got), MPIX_DEVICE_SUCCESS);
+        EXPECT_EQ(back, ring);
+      }
+    }
+  }
+  // Nonblocking: pending until its receiver copied it, several in flight
+  // on distinct done words, received in the order sent.
+  constexpr int kFlight = 5;
+  MPIX_Device_request q[kFlight];
+  const uint32_t gen0 = 7 << 6;
+  for (int k = 0; k < kFlight; ++k) {
+    uint32_t seq = 0;
+    ASSERT_EQ(mpixd_take_seq_one(&s, true, 1, 3, false, &seq), MPIX_DEVICE_SUCCESS);
+    mpixd_pull_send_init(&q[k], src.data() + 100 * k, 1000, 1, 3, seq, kExport, 100 * k, gen0 + uint32_t(k));
+    EXPECT_EQ(mpixd_test(&s, &q[k]), MPIX_DEVICE_PENDING);
+  }
+  for (int k = 0; k < kFlight; ++k) {
+    std::vector<unsigned char> in(1000);
+    size_t got = 0;
+    EXPECT_EQ(recv_blocking(r, in.data(), in.size(), 0, 3, &got), MPIX_DEVICE_SUCCESS);
+    EXPECT_EQ(0, std::memcmp(in.data(), src.data() + 100 * k, 1000)) << k;
+    EXPECT_EQ(mpixd_test(&s, &q[k]), MPIX_DEVICE_SUCCESS) << k;
+    if (k + 1 < kFlight) {
+      EXPECT_EQ(mpixd_test(&s, &q[k + 1]), MPIX_DEVICE_PENDING) << k;
+    }
+  }
+  EXPECT_EQ(w.ways_in_use(0, 1), 0u);
+  EXPECT_EQ(w.lane_cells_in_use(0, 1, 2), 0u);
+  // The done words are the sender's, per receiver: rank 0's own are untouched.
+  for (uint32_t g = 0; g < MPIXD_PULL_DONE; ++g) {
+    EXPECT_EQ(*mpixd_pull_done(&s, s.local, 0, g), 0u);
+    EXPECT_EQ(*mpixd_pull_done(&r, r.local, 0, g), 0u);
+  }
+}
+
+TEST(DevProto, PulledEntries) { pulled_entries(Shape{}); }
+TEST(DevProto, PulledEntriesLanes) { pulled_entries(with_lanes(Shape{}, 64)); }
+TEST(DevProto, PulledEntriesOtherGpus) {
+  Shape q;
+  q.near = false;
+  pulled_entries(q);
 }
 
 // Medium tickets past 2^32: flags and marks of positions around the wrap
