@@ -192,7 +192,11 @@ void iterate(Ctx &c, const Grid &g, double *in, double *out, Variant v) {
 double run(Ctx &c, Grid &g, Variant v, int iters, double *sum, double *issue) {
   init_grid(g, c.rank, c.nranks);
   double *in = g.a, *out = g.b;
-  for (int i = 0; i < 5; ++i) {  // warm-up: IPC handles, connections; then start over
+  // Warm-up: IPC handles, connections, and the pulled halos' buffers,
+  // which each host maps on a later large operation of its own after the
+  // first offer (a mapping takes milliseconds: inside the timed loop it
+  // was ~30 us per iteration of 200); then start over.
+  for (int i = 0; i < 20; ++i) {
     iterate(c, g, in, out, v);
     std::swap(in, out);
   }

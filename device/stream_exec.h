@@ -74,6 +74,10 @@ class StreamExec {
   // may be null; results may be empty).
   Status wait(const std::vector<DeviceRequest> &reqs, const std::vector<ExecResult *> &results,
                   std::uint32_t op);
+  // Receives of at least `bytes` (0: none) that a wait starts get a group
+  // of blocks, which copy the message together should it be pulled (the
+  // bound of pulled sends: a smaller receive is never pulled).
+  void group_receives_from(std::size_t bytes);
 
   // Requests and results: taken by the enqueuing thread, given back once a
   // later operation of the stream no longer needs them (stream order makes

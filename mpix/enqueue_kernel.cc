@@ -89,6 +89,9 @@ std::unique_ptr<KernelComm> KernelComm::create(MPI_Comm comm, Stream *s) {
   // On every rank whatever MPIX_STREAM_PULL_MIN says (its destruction is
   // collective); the setting only decides what a sender pulls.
   k->pull_ = std::make_unique<PullLinks>(k->dev_->sync, k->dev_->h, device::query(k->dev_->h.local).device);
+  // Peers share the setting: receives below the bound are never pulled.
+  const long pull_min = runtime().config.stream_pull_min;
+  k->exec_->group_receives_from(pull_min > 0 ? static_cast<std::size_t>(pull_min) : 0);
   return k;
 }
 

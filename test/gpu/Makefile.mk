@@ -79,6 +79,16 @@ test_gpu_dev_p2p_LDFLAGS = -no-install
 test_gpu_dev_p2p_LINK = $(LIBTOOL) $(AM_V_lt) --tag=CXX --mode=link $(CXX) $(AM_CXXFLAGS) $(CXXFLAGS) \
 	$(test_gpu_dev_p2p_LDFLAGS) $(LDFLAGS) -o $@
 endif
+# Every rank with every other at once, each GPU path (issue 26's four GPUs).
+if HAVE_CUDA
+MPIX_GPU_TESTS += test/gpu/all_pairs
+check_PROGRAMS += test/gpu/all_pairs
+test_gpu_all_pairs_SOURCES = test/gpu/all_pairs.cu
+test_gpu_all_pairs_LDADD = src/libmpix.la $(MPI_LIBS) $(CUDA_LIBS)
+test_gpu_all_pairs_LDFLAGS = -no-install
+test_gpu_all_pairs_LINK = $(LIBTOOL) $(AM_V_lt) --tag=CXX --mode=link $(CXX) $(AM_CXXFLAGS) $(CXXFLAGS) \
+	$(test_gpu_all_pairs_LDFLAGS) $(LDFLAGS) -o $@
+endif
 # `make gpu-bundle`: what the GPU machine runs (the GPU testlist's programs,
 # the GPU benchmarks, libmpix.so), built here and copied, stripped, to their
 # tree paths under .gpu-bundle/. Carried to the GPU machine, it spares

@@ -106,6 +106,26 @@ inline int cuda_stream_create(cudaStream_t cs, MPIX_Stream *stream) {
   return rc;
 }
 
+// mpix's count of pulled stream sends (MPI_T counter
+// mpix_stream_sends_pulled), from the first call on; -1 where the variable
+// is missing.
+inline long long pulled_sends() {
+  static MPI_T_pvar_session session;
+  static MPI_T_pvar_handle handle = MPI_T_PVAR_HANDLE_NULL;
+  static bool opened = false, ok = false;
+  if (!opened) {
+    opened = true;
+    int provided = 0, index = -1, count = 0;
+    ok = MPI_T_init_thread(MPI_THREAD_SINGLE, &provided) == MPI_SUCCESS &&
+         MPI_T_pvar_session_create(&session) == MPI_SUCCESS &&
+         MPI_T_pvar_get_index("mpix_stream_sends_pulled", MPI_T_PVAR_CLASS_COUNTER, &index) == MPI_SUCCESS &&
+         MPI_T_pvar_handle_alloc(session, index, nullptr, &handle, &count) == MPI_SUCCESS;
+  }
+  unsigned long long v = 0;
+  if (!ok || MPI_T_pvar_read(session, handle, &v) != MPI_SUCCESS) return -1;
+  return static_cast<long long>(v);
+}
+
 }  // namespace mpix_test
 
 #endif

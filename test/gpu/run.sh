@@ -39,7 +39,8 @@
 # host-driven), probe (issue 25: dev_reuse on the proxy path, host stacks if it hangs), four
 # (issue 26: all-to-all and Jacobi on 4 GPUs, after bench-dev), variants
 # (other builds of bench_gpu_copy and bench_dev_p2p side by side), mid-sweep
-# (issue 26: Jacobi, enqueue and device latency per medium-message bound). The build
+# (issue 26: Jacobi, enqueue and device latency per medium-message bound),
+# adhoc (MPIX_ADHOC, a bash snippet, in this script's environment). The build
 # always runs first, so any stage can run alone.
 #
 # The generated build files are carried because the GPU machine has no
@@ -158,7 +159,7 @@ on_both_paths() {
   local limit=$1 name=$2 path
   shift 2
   for path in ${MPIX_RUN_PATHS:-auto mid0 host}; do
-    local sp=$path mid=${MPIX_DEVICE_MID_MAX:-16384} pull=${MPIX_STREAM_PULL_MIN:-4194304}
+    local sp=$path mid=${MPIX_DEVICE_MID_MAX:-16384} pull=${MPIX_STREAM_PULL_MIN:-16385}
     [ $path = mid0 ] && { sp=auto; mid=0; }
     [ $path = pull0 ] && { sp=auto; pull=0; }
     MPIX_STREAM_PULL_MIN=$pull MPIX_DEVICE_MID_MAX=$mid MPIX_STREAM_PATH=$sp timeout "$limit" "$MPIEXEC" -n "${MPIX_RUN_NP:-2}" "$@" >"$OUT/${name}_$path.txt" 2>&1 ||
@@ -205,6 +206,15 @@ memcheck_two_ranks() {
     san2 stream_kernel_pull_racecheck MPIX_STREAM_PULL_MIN=65536 STREAM_TEST_SMALL=1 compute-sanitizer --tool racecheck --error-exitcode 9 test/gpu/stream_kernel
   fi
 }
+
+# Commands of one's own in this script's environment (MPICH, the bundle,
+# $MPIEXEC, mps_start, $OUT): MPIX_ADHOC, a bash snippet, run first; its
+# output in $OUT/adhoc.txt, shown as it comes (a call cut off keeps it).
+if has_stage adhoc; then
+  log "adhoc: ${MPIX_ADHOC:-}"
+  eval "${MPIX_ADHOC:-true}" 2>&1 | tee "$OUT/adhoc.txt"
+  mps_stop
+fi
 
 if has_stage tests || has_stage gpu-tests; then
 log "make check"

@@ -268,33 +268,16 @@ void truncation(const Ctx &c) {
   CHECK_CUDA(cudaFree(r));
 }
 
-// mpix's count of pulled sends (MPI_T), from the first call on; -1 where
-// the variable is missing.
-long long pulled_sends() {
-  static MPI_T_pvar_session session;
-  static MPI_T_pvar_handle handle = MPI_T_PVAR_HANDLE_NULL;
-  static bool opened = false, ok = false;
-  if (!opened) {
-    opened = true;
-    int provided = 0, index = -1, count = 0;
-    ok = MPI_T_init_thread(MPI_THREAD_SINGLE, &provided) == MPI_SUCCESS &&
-         MPI_T_pvar_session_create(&session) == MPI_SUCCESS &&
-         MPI_T_pvar_get_index("mpix_stream_sends_pulled", MPI_T_PVAR_CLASS_COUNTER, &index) == MPI_SUCCESS &&
-         MPI_T_pvar_handle_alloc(session, index, nullptr, &handle, &count) == MPI_SUCCESS;
-  }
-  unsigned long long v = 0;
-  if (!ok || MPI_T_pvar_read(session, handle, &v) != MPI_SUCCESS) return -1;
-  return static_cast<long long>(v);
-}
+using mpix_test::pulled_sends;
 
-// Nonblocking pulled sends (MPIX_STREAM_PULL_NONBLOCKING=on), both ways at
+// Nonblocking pulled sends (MPIX_STREAM_PULL_NONBLOCKING, on by default), both ways at
 // once: 70 sends of t bytes from one allocation and 70 receives in one
 // wait, twice, the buffers refilled in between. A sender has 64 done words
 // per peer: 64 sends pull, the others go by the ring, and all arrive in
 // order. Off: the same exchange, none pulled.
 void pulled_nonblocking(const Ctx &c, std::size_t t, bool pull_on) {
   const char *nb = std::getenv("MPIX_STREAM_PULL_NONBLOCKING");
-  const bool on = pull_on && nb != nullptr && (std::strcmp(nb, "on") == 0 || std::strcmp(nb, "1") == 0);
+  const bool on = pull_on && (nb == nullptr || (std::strcmp(nb, "off") != 0 && std::strcmp(nb, "0") != 0));
   constexpr int kMany = 70, kWords = 64, tag = 80;
   const std::size_t span = t + 16;  // each message 16-byte aligned, with room to see overruns
   unsigned char *s = nullptr, *r = nullptr;
@@ -354,7 +337,7 @@ void pulled_nonblocking(const Ctx &c, std::size_t t, bool pull_on) {
 void pulled(const Ctx &c, bool small) {
   if (g_size != 2 || !g_gpu_path) return;
   const char *env = std::getenv("MPIX_STREAM_PULL_MIN");
-  const std::size_t bound = env != nullptr ? std::strtoull(env, nullptr, 10) : std::size_t(4) << 20;
+  const std::size_t bound = env != nullptr ? std::strtoull(env, nullptr, 10) : 16385;  // the default
   const bool on = bound > 0;
   const std::size_t t = on ? bound : std::size_t(4) << 20;
   std::vector<std::size_t> list = {t - 1, t, t + 1, std::size_t(8) << 20};
