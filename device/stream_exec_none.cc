@@ -42,6 +42,7 @@ Status StreamExec::irecv(DeviceRequest, void *, std::size_t, int, int, std::uint
 Status StreamExec::wait(const std::vector<DeviceRequest> &, const std::vector<ExecResult *> &, std::uint32_t) {
   return Status::kNoGpu;
 }
+void StreamExec::group_receives_from(std::size_t) {}
 DeviceRequest StreamExec::take_request() { return nullptr; }
 void StreamExec::give_back(DeviceRequest) {}
 ExecResult *StreamExec::take_result() { return nullptr; }
