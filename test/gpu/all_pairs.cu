@@ -316,15 +316,7 @@ void stream_nonblocking(const Stream &s, const Buffers &b, bool small, DevArray<
 }  // namespace
 
 int main(int argc, char **argv) {
-  int provided = 0;
-  MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
-  MPI_Comm_rank(MPI_COMM_WORLD, &g_rank);
-  MPI_Comm_size(MPI_COMM_WORLD, &g_size);
-  if (mpix_test::use_gpu_of_rank(g_rank) < 0) {
-    if (g_rank == 0) std::printf("skipped: no GPU\n");
-    MPI_Finalize();
-    return 77;
-  }
+  if (!mpix_test::init_with_gpu(&argc, &argv, &g_rank, &g_size)) return 77;
   const int sharing = mpix_test::ranks_on_my_gpu(MPI_COMM_WORLD);
   int worst = 0;
   MPI_Allreduce(&sharing, &worst, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);

@@ -79,6 +79,20 @@ inline int use_gpu_of_rank(int rank) {
   return rank % ngpu;
 }
 
+// The GPU programs' prologue: MPI at MPI_THREAD_MULTIPLE, this rank's GPU
+// current. false (after "skipped: no GPU" and MPI_Finalize: exit 77) on a
+// machine without one.
+inline bool init_with_gpu(int *argc, char ***argv, int *rank, int *size) {
+  int provided = 0;
+  MPI_Init_thread(argc, argv, MPI_THREAD_MULTIPLE, &provided);
+  MPI_Comm_rank(MPI_COMM_WORLD, rank);
+  MPI_Comm_size(MPI_COMM_WORLD, size);
+  if (use_gpu_of_rank(*rank) >= 0) return true;
+  if (*rank == 0) std::printf("skipped: no GPU\n");
+  MPI_Finalize();
+  return false;
+}
+
 // How many ranks of comm use this rank's GPU (by PCI bus id): they share
 // its SMs, so kernels that must run at the same time are sized by it.
 inline int ranks_on_my_gpu(MPI_Comm comm) {

@@ -569,15 +569,7 @@ void two_streams(const Ctx &a, bool small) {
 }  // namespace
 
 int main(int argc, char **argv) {
-  int provided = 0;
-  MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
-  MPI_Comm_rank(MPI_COMM_WORLD, &g_rank);
-  MPI_Comm_size(MPI_COMM_WORLD, &g_size);
-  if (mpix_test::use_gpu_of_rank(g_rank) < 0) {
-    if (g_rank == 0) std::printf("skipped: no GPU\n");
-    MPI_Finalize();
-    return 77;
-  }
+  if (!mpix_test::init_with_gpu(&argc, &argv, &g_rank, &g_size)) return 77;
   if (g_size > 2) {
     if (g_rank == 0) std::printf("skipped: needs 1 or 2 ranks\n");
     MPI_Finalize();
