@@ -22,7 +22,7 @@ class ExactQueues {
     if (!is_valid_message_key(k)) return PostResult{Status::kInvalidKey, 0, {}};
     ++core_.counters.posts;
     PostResult r{Status::kQueued, 0, {}};
-    if (match_or_queue</*kIncomingIsMessage=*/false>(pack(k), receive, r.partner,
+    if (match_or_queue</*kIncomingIsMessage=*/false>(pack(k), [receive] { return receive; }, r.partner,
                                                     r.handle)) {
       r.status = Status::kMatched;
     }
@@ -30,11 +30,16 @@ class ExactQueues {
   }
 
   ArriveResult arrive(Key k, Cookie message) {
+    return arrive_with(k, [message] { return message; });
+  }
+  // arrive() whose cookie is made only if the message is queued.
+  template <class MakeCookie>
+  ArriveResult arrive_with(Key k, MakeCookie&& make_cookie) {
     if (!is_valid_message_key(k)) return ArriveResult{Status::kInvalidKey, 0};
     ++core_.counters.arrivals;
     ArriveResult r{Status::kQueued, 0};
     RecvHandle unused;
-    if (match_or_queue</*kIncomingIsMessage=*/true>(pack(k), message, r.partner, unused)) {
+    if (match_or_queue</*kIncomingIsMessage=*/true>(pack(k), make_cookie, r.partner, unused)) {
       r.status = Status::kMatched;
     }
     return r;
@@ -94,8 +99,8 @@ class ExactQueues {
 
  private:
   // Matches against the other side's FIFO of the key, or queues on this side.
-  template <bool kIncomingIsMessage>
-  bool match_or_queue(PackedKey k, Cookie cookie, Cookie& partner, RecvHandle& queued) {
+  template <bool kIncomingIsMessage, class MakeCookie>
+  bool match_or_queue(PackedKey k, MakeCookie&& make_cookie, Cookie& partner, RecvHandle& queued) {
     core_.tick();
     core_.table.reserve(1);
     Bucket* b = core_.table.find_or_insert(k);
@@ -105,7 +110,7 @@ class ExactQueues {
       return true;
     }
     b->set_holds_unexpected(kIncomingIsMessage);
-    queued = core_.fifo_push_new(*b, k, cookie);
+    queued = core_.fifo_push_new(*b, k, make_cookie());
     core_.note_queued(kIncomingIsMessage);
     return false;
   }

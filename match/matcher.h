@@ -80,6 +80,12 @@ class Matcher {
   ArriveResult arrive(Key envelope, Cookie message) {
     return with_queues([&](auto& q) { return q.arrive(envelope, message); });
   }
+  // arrive() that calls make_cookie() only when the message is queued (so a
+  // caller builds its record of an unexpected message only if there is one).
+  template <class MakeCookie>
+  ArriveResult arrive_with(Key envelope, MakeCookie&& make_cookie) {
+    return with_queues([&](auto& q) { return q.arrive_with(envelope, make_cookie); });
+  }
   // The unexpected message that post(pattern) would match, left in place
   // (MPI_Iprobe).
   ProbeResult probe(Key pattern) {

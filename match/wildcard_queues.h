@@ -93,6 +93,11 @@ class WildcardQueues {
   }
 
   ArriveResult arrive(Key k, Cookie message) {
+    return arrive_with(k, [message] { return message; });
+  }
+  // arrive() whose cookie is made only if the message is queued.
+  template <class MakeCookie>
+  ArriveResult arrive_with(Key k, MakeCookie&& make_cookie) {
     if (!is_valid_message_key(k)) return ArriveResult{Status::kInvalidKey, 0};
     ++core_.counters.arrivals;
     core_.tick();
@@ -112,7 +117,7 @@ class WildcardQueues {
     if (pending_[kAnyTagPattern] != 0) consider(core_.table.find(pack(k.source, kAnyTag)));
     if (pending_[kAnyBothPattern] != 0) consider(core_.table.find(pack(kAnySource, kAnyTag)));
     if (best != nullptr) return ArriveResult{Status::kMatched, take_receive(best)};
-    queue_message(pk, k, message, exact);
+    queue_message(pk, k, make_cookie(), exact);
     return ArriveResult{Status::kQueued, 0};
   }
 

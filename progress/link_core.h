@@ -87,7 +87,20 @@ class TransportCore {
     links_.emplace(id, link);
     return id;
   }
-  void unregister_link(std::uint32_t id) { links_.erase(id); }
+  void unregister_link(std::uint32_t id) {
+    links_.erase(id);
+    if (id == last_link_id_) last_link_ = nullptr;
+  }
+  // The link of an arriving envelope, or nullptr (freed): traffic comes in
+  // runs on one communicator, so the last one found is asked first.
+  LinkT *find_link(std::uint32_t id) {
+    if (last_link_ != nullptr && id == last_link_id_) return last_link_;
+    auto it = links_.find(id);
+    if (it == links_.end()) return nullptr;
+    last_link_id_ = id;
+    last_link_ = it->second;
+    return last_link_;
+  }
 
   // Operations waiting for the acknowledgement of MPI_COMM_WORLD rank
   // `world`, by cookie (never 0).
@@ -171,6 +184,8 @@ class TransportCore {
   std::size_t window_ = 0;
   std::vector<Peer> peers_;
   std::unordered_map<std::uint32_t, LinkT *> links_;
+  std::uint32_t last_link_id_ = 0;
+  LinkT *last_link_ = nullptr;
   struct Awaited {
     OpT *op;
     int world;

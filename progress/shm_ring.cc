@@ -31,6 +31,14 @@ std::atomic<Node *> g_active{nullptr};
 
 }  // namespace
 
+namespace {
+unsigned log2_of(std::size_t n) {
+  unsigned k = 0;
+  while ((std::size_t{1} << (k + 1)) <= n) ++k;
+  return k;
+}
+}  // namespace
+
 std::size_t Ring::bytes_for(std::size_t slots, std::size_t slot_bytes) { return kHeaderBytes + slots * slot_bytes; }
 
 Ring::Ring(void *memory, std::size_t slots, std::size_t slot_bytes)
@@ -39,7 +47,10 @@ Ring::Ring(void *memory, std::size_t slots, std::size_t slot_bytes)
       slots_base_(static_cast<char *>(memory) + kHeaderBytes),
       slots_(slots),
       slot_bytes_(slot_bytes),
-      capacity_(slots * slot_bytes / 4 - kSlotHead) {}
+      capacity_(slots * slot_bytes / 4 - kSlotHead),
+      slots_pow2_((slots & (slots - 1)) == 0),
+      slots_shift_(log2_of(slots)),
+      slot_shift_((slot_bytes & (slot_bytes - 1)) == 0 ? log2_of(slot_bytes) : 0) {}
 
 bool Ring::room(std::size_t n) {
   if (head_ + n - consumed_seen_ <= slots_) return true;
@@ -59,7 +70,7 @@ bool Ring::push(std::uint32_t id, const void *header, std::size_t header_bytes, 
   const std::size_t total = header_bytes + bytes;
   if (total > capacity()) return false;
   const std::size_t n = slots_for(total);
-  const std::size_t to_end = slots_ - static_cast<std::size_t>(head_ % slots_);
+  const std::size_t to_end = slots_ - static_cast<std::size_t>(slot_index(head_));
   const std::size_t skip = n > to_end ? to_end : 0;
   if (!room(skip + n)) return false;
   if (skip > 0) {
@@ -81,7 +92,7 @@ bool Ring::peek(Message *m) {
     std::uint32_t head[3];
     std::memcpy(head, s + 4, sizeof head);
     if (head[0] == kSkip) {  // the rest of the ring: freed at once
-      peeked_ = slots_ - static_cast<std::size_t>(tail_ % slots_);
+      peeked_ = slots_ - static_cast<std::size_t>(slot_index(tail_));
       pop();
       continue;
     }
@@ -149,7 +160,8 @@ bool Node::start(std::size_t wanted_bytes, std::size_t slot_bytes, char *why, st
   };
   std::size_t per_ring = wanted_bytes;
   if (local.size() > 1) per_ring = std::min(per_ring, std::max(kInboundBudget / (local.size() - 1), 4 * slot_bytes));
-  const std::size_t slots = std::max<std::size_t>(per_ring / slot_bytes, 4);
+  // A power of two: slot positions by mask (Ring::slot_index).
+  const std::size_t slots = std::size_t{1} << log2_of(std::max<std::size_t>(per_ring / slot_bytes, 4));
   ring_bytes_ = slots * slot_bytes;
   const std::size_t ring_bytes = Ring::bytes_for(slots, slot_bytes);
   const std::size_t segment = ring_bytes * local.size();

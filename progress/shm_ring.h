@@ -75,10 +75,18 @@ class Ring {
   // marks a slot where no message starts (zeroed memory, or the inside of
   // a message the receiver freed), and different in consecutive laps.
   std::uint32_t lap_of(std::uint64_t seq) const {
-    return static_cast<std::uint32_t>((seq / slots_) % 0xfffffffeu) + 1;
+    return static_cast<std::uint32_t>(lap_number(seq) % 0xfffffffeu) + 1;
   }
-  char *slot(std::uint64_t seq) const { return slots_base_ + (seq % slots_) * slot_bytes_; }
-  std::size_t slots_for(std::size_t bytes) const { return (kSlotHead + bytes + slot_bytes_ - 1) / slot_bytes_; }
+  // Slot numbers to positions and laps: by mask and shift where the sizes
+  // are powers of two (as Node makes them), since a 64-bit division costs
+  // tens of cycles and a message took about ten of them on its way.
+  std::uint64_t slot_index(std::uint64_t seq) const { return slots_pow2_ ? seq & (slots_ - 1) : seq % slots_; }
+  std::uint64_t lap_number(std::uint64_t seq) const { return slots_pow2_ ? seq >> slots_shift_ : seq / slots_; }
+  char *slot(std::uint64_t seq) const { return slots_base_ + slot_index(seq) * slot_bytes_; }
+  std::size_t slots_for(std::size_t bytes) const {
+    const std::size_t b = kSlotHead + bytes + slot_bytes_ - 1;
+    return slot_shift_ != 0 ? b >> slot_shift_ : b / slot_bytes_;
+  }
   // Sender: whether n more slots are free.
   bool room(std::size_t n);
   void publish(std::uint64_t seq, std::uint32_t id, std::uint32_t header_bytes, std::uint32_t bytes);
@@ -87,6 +95,9 @@ class Ring {
   Claims *claims_;
   char *slots_base_;
   std::size_t slots_, slot_bytes_, capacity_;
+  bool slots_pow2_;
+  unsigned slots_shift_;  // log2(slots_) where slots_pow2_
+  unsigned slot_shift_;   // log2(slot_bytes_) where a power of two, else 0
   std::uint64_t head_ = 0;           // sender: next slot number
   std::uint64_t consumed_seen_ = 0;  // sender: last count read
   std::uint64_t tail_ = 0;           // receiver: next slot number

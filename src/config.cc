@@ -338,7 +338,8 @@ const ConfigVar kVars[] = {
         words<&Config::shm_ring, kOnOffWords>()),
     row("MPIX_SHM_RING_BYTES", "262144", "4096 .. 2^30",
         "bytes of each ring (MPIX_SHM_RING), from one process to another of its node; less where a process's rings "
-        "from all the others would exceed 32 MiB. A message takes at most a quarter of its ring",
+        "from all the others would exceed 32 MiB; rounded down to a power-of-two number of slots. A message takes at "
+        "most a quarter of its ring",
         integer<&Config::shm_ring_bytes, 4096, 1L << 30>()),
     row("MPIX_SHM_RING_SLOT_BYTES", "256", "64 .. 65536, a multiple of 64",
         "bytes of a ring slot (MPIX_SHM_RING), a multiple of 64: a message takes as many consecutive slots as its "

@@ -516,9 +516,8 @@ void Fabric::arrived(const char *data, std::size_t length) {
     case kFrameMessage:
     case kFrameRendezvous: {
       if (f.e.credit != 0) peer(f.e.world).credit += f.e.credit;
-      auto it = links_.find(f.e.link);
-      if (it != links_.end()) {
-        it->second->receive(f);
+      if (auto *link = find_link(f.e.link)) {
+        link->receive(f);
         return;
       }
       // The communicator is gone here: sent to a freed communicator, or

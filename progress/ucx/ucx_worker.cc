@@ -225,6 +225,20 @@ void Worker::complete_later(Op *op, ucs_status_t status, std::size_t length) {
 void Worker::start_rings() {
   rings_.start_if(config_.shm_ring, config_.shm_ring_bytes, config_.shm_ring_slot_bytes, config_.verbose);
   if (rings_.running()) backlog_.resize(peers_.size());
+  ringed_peers_ = 0;
+  bool all = rings_.running();
+  for (std::size_t w = 0; all && w < peers_.size(); ++w)
+    all = static_cast<int>(w) == world_rank_ || rings_.reaches(static_cast<int>(w));
+  if (all) ringed_peers_ = peers_.size();
+}
+
+bool Worker::ucx_poll_due() {
+  if (ringed_peers_ == 0 || ringed_peers_ != peers_.size() || outstanding_.load(std::memory_order_relaxed) != 0 ||
+      ++ucx_skipped_ >= kRingPollsPerUcx) {
+    ucx_skipped_ = 0;
+    return true;
+  }
+  return false;
 }
 
 ucs_status_t Worker::send_am(int world, unsigned id, const void *header, std::size_t header_bytes,
@@ -331,8 +345,7 @@ ucs_status_t Worker::on_message(void *arg, const void *header, std::size_t heade
     report_malformed("UCX transport", -1, bad);
   } else {
     if (e.credit != 0) w->peer(e.world).credit += e.credit;
-    auto it = w->links_.find(e.link);
-    if (it != w->links_.end()) return it->second->receive(e, data, length, rndv);
+    if (UcxLink *link = w->find_link(e.link)) return link->receive(e, data, length, rndv);
     // The communicator is gone here: the message was sent to a freed
     // communicator, or after it was freed, with no receive for it.
     if (w->config_.verbose > 0)
@@ -371,7 +384,7 @@ bool Worker::busy() { return busy_within(kLinger); }
 
 int Worker::poll() {
   in_callback_ = true;
-  int n = static_cast<int>(ucp_worker_progress(worker_));
+  int n = ucx_poll_due() ? static_cast<int>(ucp_worker_progress(worker_)) : 0;
   if (rings_.running()) {
     // As UCX's handlers would get them, inside the callback state: the
     // data are the slot's until the handler returns (never kept: the

@@ -29,13 +29,24 @@ P2PConfig g_config;
 // engine lock by the liveness thread.
 std::atomic<long> g_receives_pending{0};
 constexpr unsigned kPollsBeforeYield = 32;
+// A waiting thread lets go of the engine lock after every idle poll only
+// while another thread waits for it (and once per this many polls anyway,
+// for a thread that took the lock without saying so): an unlock and a
+// lock are two atomic operations a poll, most of an idle poll's cost.
+constexpr unsigned kPollsPerUnlock = 8;
 // Idle polls between calls into the MPI library for its own progress (see
-// progress_poll): rare enough to cost nothing on mpix's latency path.
-constexpr unsigned kPollsPerMpiNudge = 16;
+// progress_poll): rare enough to cost nothing on mpix's latency path. (At 16
+// a small-message ping-pong, ~10 idle polls a message, called PMPI_Iprobe
+// every other message, with the MPI library's global lock when a progress
+// thread made it MPI_THREAD_MULTIPLE; 128 idle polls are still a few
+// microseconds.)
+constexpr unsigned kPollsPerMpiNudge = 128;
 // MPI_Finalize's drain gives up after this long without any change (a
 // message to a communicator its receiver freed never lands).
 constexpr auto kDrainPatience = std::chrono::seconds(2);
 std::mutex g_engine_mutex;
+// Threads blocked in engine_lock() (or relock()) right now.
+std::atomic<int> g_lock_waiters{0};
 
 // Handled communicators with landing receives. The strong references keep
 // each alive until detach(), which runs outside completion callbacks.
@@ -123,7 +134,18 @@ void Message::operator delete(void *p) noexcept {
 const P2PConfig &p2p_config() { return g_config; }
 void p2p_configure(const P2PConfig &c) { g_config = c; }
 
-std::unique_lock<std::mutex> engine_lock() { return std::unique_lock<std::mutex>(g_engine_mutex); }
+void relock(std::unique_lock<std::mutex> &lock) {
+  if (lock.try_lock()) return;
+  g_lock_waiters.fetch_add(1, std::memory_order_relaxed);
+  lock.lock();
+  g_lock_waiters.fetch_sub(1, std::memory_order_relaxed);
+}
+
+std::unique_lock<std::mutex> engine_lock() {
+  std::unique_lock<std::mutex> lock(g_engine_mutex, std::defer_lock);
+  relock(lock);
+  return lock;
+}
 std::mutex &engine_mutex() { return g_engine_mutex; }
 bool receives_pending() { return g_receives_pending.load(std::memory_order_relaxed) > 0; }
 void note_receive_waiting(int delta) { g_receives_pending.fetch_add(delta, std::memory_order_relaxed); }
@@ -172,7 +194,7 @@ int P2PComm::attach(MPI_Comm comm, bool wildcards, std::unique_lock<std::mutex> 
   lock.unlock();
   int rc = PMPI_Comm_dup(comm, &ctrl_);
   if (rc == MPI_SUCCESS) rc = PMPI_Comm_dup(comm, &data_);
-  lock.lock();
+  relock(lock);
   if (rc != MPI_SUCCESS) return rc;
   // Truncation of a rendezvous receive must come back in its status, not
   // abort the job: the user's handler decides, at the API boundary.
@@ -253,34 +275,32 @@ void P2PComm::arrived(const progress::Arrival &a) {
     if (link_) link_->consumed(a.source, a.credit);
     return;
   }
-  auto m = std::make_unique<Message>();
-  m->source = a.source;
-  m->tag = a.h.tag;
-  m->bytes = a.h.bytes;
-  m->kind = a.h.kind;
-  m->data_tag = a.h.data_tag;
-  m->flags = a.h.flags;
-  m->ticket = a.ticket;
-  m->credit = a.credit;
-  m->payload = a.payload;
   if (region_open()) {
     // Matched at the next flush, after the transport's buffer is reused.
+    auto m = std::make_unique<Message>();
+    m->take_arrival(a);
     keep_unexpected(*m);
     region_arrivals_.push_back(
         match::BatchItem{match::BatchKey{0, m->source, m->tag}, reinterpret_cast<match::Cookie>(m.get())});
     m.release();  // owned by region_arrivals_ until the flush
     return;
   }
-  const match::ArriveResult res = matcher_->arrive(match::Key{m->source, m->tag},
-                                                    reinterpret_cast<match::Cookie>(m.get()));
+  // A message a posted receive takes at once needs no record of its own
+  // beyond this call: the common case of a waiting receiver pays for no
+  // Message allocated, kept and freed.
+  const match::ArriveResult res = matcher_->arrive_with(match::Key{a.source, a.h.tag}, [&] {
+    auto m = std::make_unique<Message>();
+    m->take_arrival(a);
+    keep_unexpected(*m);
+    return reinterpret_cast<match::Cookie>(m.release());  // owned by the matcher's queue now
+  });
   if (res.matched()) {
+    Message m;
+    m.take_arrival(a);
     receive_unqueued();
-    deliver(reinterpret_cast<Request *>(res.partner), *m);
-    unexpected_consumed(*m);
-    return;
+    deliver(reinterpret_cast<Request *>(res.partner), m);
+    unexpected_consumed(m);
   }
-  keep_unexpected(*m);
-  m.release();  // now owned by the matcher's queue, reclaimed by post/take/detach
 }
 
 void P2PComm::keep_unexpected(Message &m) {
@@ -296,7 +316,6 @@ void P2PComm::keep_unexpected(Message &m) {
   } else {
     gpu_keep_descriptor(*this, m);
   }
-  m.comm = weak_from_this();
 }
 
 namespace {
@@ -633,8 +652,14 @@ std::unique_ptr<Message> P2PComm::take(int source, int tag) {
   region_flush();
   const match::ProbeResult res = matcher_->take(pattern_key(source, tag));
   std::unique_ptr<Message> m(res.found ? reinterpret_cast<Message *>(res.cookie) : nullptr);
-  if (m) unexpected_consumed(*m);
-  else link_->want_more();
+  if (m) {
+    unexpected_consumed(*m);
+    // Only a message taken out for MPI_Mrecv needs its way back here (set
+    // now, not on every unexpected arrival: two atomic operations each).
+    m->comm = weak_from_this();
+  } else {
+    link_->want_more();
+  }
   return m;
 }
 
@@ -881,10 +906,11 @@ void progress_wait(std::unique_lock<std::mutex> &lock) {
     return;
   }
   const bool yield = ++idle_polls % kPollsBeforeYield == 0;
+  if (!yield && idle_polls % kPollsPerUnlock != 0 && g_lock_waiters.load(std::memory_order_relaxed) == 0) return;
   lock.unlock();
   // Oversubscribed (more ranks than cores) the peer needs this core.
   if (yield) sched_yield();
-  lock.lock();
+  relock(lock);
 }
 
 }  // namespace mpix::p2p

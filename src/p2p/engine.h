@@ -50,11 +50,24 @@ struct Message {
   // Unexpected payloads this small are kept here: no allocation of their own.
   static constexpr std::size_t kSmall = 32;
   char small[kSmall];
-  std::weak_ptr<class P2PComm> comm;  // for Mrecv of a message taken by Mprobe
+  std::weak_ptr<class P2PComm> comm;  // for Mrecv of a message taken by Mprobe (set by take())
   std::unique_ptr<char[]> descriptor;  // unexpected kGpuRendezvous, kSingleCopy: the sender's descriptor
   // An unexpected GPU rendezvous's communicator while gpu_path.cc can find
   // it (for a kGpuBuffered arrival), else nullptr.
   const void *gpu_waiting_on = nullptr;
+
+  // The envelope and payload reference of an arrival (payload not copied).
+  void take_arrival(const progress::Arrival &a) {
+    source = a.source;
+    tag = a.h.tag;
+    bytes = a.h.bytes;
+    kind = a.h.kind;
+    data_tag = a.h.data_tag;
+    flags = a.h.flags;
+    ticket = a.ticket;
+    credit = a.credit;
+    payload = a.payload;
+  }
 
   // An eager payload that must outlive the transport's buffer: copied into
   // `small` or `owned` (memory of the message's own size).
@@ -328,6 +341,9 @@ void progress_wait(std::unique_lock<std::mutex> &lock);
 // Serialises the point-to-point engine (MPI_THREAD_MULTIPLE programs call
 // it from many threads). Never held while user code (error handlers) runs.
 std::unique_lock<std::mutex> engine_lock();
+// Takes lock's mutex again, counted as a waiter while it blocks (so that a
+// thread polling with the lock lets go of it).
+void relock(std::unique_lock<std::mutex> &lock);
 // The mutex behind engine_lock(), for a try_lock from the liveness thread.
 std::mutex &engine_mutex();
 // Whether any posted receive waits in a matcher, or for its sender's part of

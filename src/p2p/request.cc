@@ -3,7 +3,7 @@
 #include <cstring>
 #include <memory>
 #include <new>
-#include <unordered_map>
+#include <algorithm>
 #include <vector>
 
 #include "datatype.h"
@@ -29,11 +29,13 @@ std::uintptr_t handle_key(Handle h) {
   return k;
 }
 
-// Released requests kept for reuse (map node and Request together), so a
-// nonblocking operation allocates nothing once the pool is warm; bounded so
-// that a burst of requests does not pin its memory. None under
-// AddressSanitizer: a use of a released request stays a use after free it
-// reports, not a use of the next request.
+// Every handle mpix ever made keeps its Request for reuse, so a nonblocking
+// operation allocates nothing once as many requests exist as the
+// application keeps in flight; the handles (generalized requests of the MPI
+// library) are never given back before MPI_Finalize anyway. Under
+// AddressSanitizer a request is freed on release and made anew, so that a
+// use of a released request stays a use after free it reports, not a use of
+// the next request.
 #if defined(__SANITIZE_ADDRESS__)
 #define MPIX_REQUEST_POOL 0
 #elif defined(__has_feature)
@@ -44,14 +46,53 @@ std::uintptr_t handle_key(Handle h) {
 #ifndef MPIX_REQUEST_POOL
 #define MPIX_REQUEST_POOL 1
 #endif
-constexpr std::size_t kSpareRequests = MPIX_REQUEST_POOL ? 1024 : 0;
 
+// Handle -> request, looked up by every Wait/Test/Start/Cancel of any
+// request: an open-addressing index (linear probing, at most half full)
+// into a vector of entries, one per handle made, so that a lookup is a hash
+// and a compare or two rather than a node-based map's walk, and creating
+// and releasing a request touch no map at all.
 struct Table {
-  using Live = std::unordered_map<std::uintptr_t, std::unique_ptr<Request>>;
-  Live live;
-  std::vector<Live::node_type> spare;
-  std::vector<MPI_Request> free_handles;
-  std::vector<MPI_Request> all_handles;
+  struct Entry {
+    MPI_Request handle = MPI_REQUEST_NULL;
+    Request *live = nullptr;  // while the request is in use, else nullptr
+    std::unique_ptr<Request> owned;
+  };
+  static constexpr std::uint32_t kEmpty = ~std::uint32_t{0};
+  std::vector<Entry> entries;
+  std::vector<std::uint32_t> index;  // entry numbers by hash; size a power of two
+  std::vector<std::uint32_t> free_entries;
+
+  static std::size_t hash(std::uintptr_t k) { return static_cast<std::size_t>((k * 0x9E3779B97F4A7C15ull) >> 20); }
+
+  std::uint32_t find(MPI_Request h) const {
+    if (index.empty()) return kEmpty;
+    const std::uintptr_t k = handle_key(h);
+    const std::size_t mask = index.size() - 1;
+    for (std::size_t i = hash(k) & mask;; i = (i + 1) & mask) {
+      const std::uint32_t e = index[i];
+      if (e == kEmpty || handle_key(entries[e].handle) == k) return e;
+    }
+  }
+
+  void place(std::uint32_t e) {
+    const std::size_t mask = index.size() - 1;
+    std::size_t i = hash(handle_key(entries[e].handle)) & mask;
+    while (index[i] != kEmpty) i = (i + 1) & mask;
+    index[i] = e;
+  }
+
+  // The entry of a handle just made.
+  std::uint32_t add(MPI_Request h) {
+    if (2 * (entries.size() + 1) > index.size()) {
+      index.assign(std::max<std::size_t>(64, 2 * index.size()), kEmpty);
+      for (std::uint32_t e = 0; e < entries.size(); ++e) place(e);
+    }
+    entries.push_back(Entry{h, nullptr, nullptr});
+    const auto e = static_cast<std::uint32_t>(entries.size() - 1);
+    place(e);
+    return e;
+  }
 };
 
 Table &table() {
@@ -60,19 +101,6 @@ Table &table() {
 }
 
 std::atomic<int> g_live{0};
-
-MPI_Request new_handle() {
-  Table &t = table();
-  if (!t.free_handles.empty()) {
-    MPI_Request h = t.free_handles.back();
-    t.free_handles.pop_back();
-    return h;
-  }
-  MPI_Request h = MPI_REQUEST_NULL;
-  PMPI_Grequest_start(noop_query, noop_free, noop_cancel, nullptr, &h);
-  t.all_handles.push_back(h);
-  return h;
-}
 
 // Keeps a derived datatype alive for a pending operation.
 void hold_datatype(Request *r, MPI_Datatype dtype) {
@@ -143,30 +171,30 @@ void Request::write_status(MPI_Status *status, bool with_error) const {
 
 Request *request_create(ReqKind kind) {
   Table &t = table();
-  const MPI_Request handle = new_handle();
-  Request *raw = nullptr;
-  if (!t.spare.empty()) {
-    Table::Live::node_type node = std::move(t.spare.back());
-    t.spare.pop_back();
-    node.key() = handle_key(handle);
-    raw = node.mapped().get();
-    t.live.insert(std::move(node));
+  std::uint32_t e;
+  if (!t.free_entries.empty()) {
+    e = t.free_entries.back();
+    t.free_entries.pop_back();
   } else {
-    auto r = std::make_unique<Request>();
-    raw = r.get();
-    t.live.emplace(handle_key(handle), std::move(r));
+    MPI_Request h = MPI_REQUEST_NULL;
+    PMPI_Grequest_start(noop_query, noop_free, noop_cancel, nullptr, &h);
+    e = t.add(h);
   }
+  Table::Entry &entry = t.entries[e];
+  if (!entry.owned) entry.owned = std::make_unique<Request>();
+  Request *raw = entry.owned.get();
+  entry.live = raw;
   raw->kind = kind;
-  raw->handle = handle;
+  raw->handle = entry.handle;
   g_live.fetch_add(1, std::memory_order_relaxed);
   return raw;
 }
 
 Request *request_lookup(MPI_Request handle) {
   if (handle == MPI_REQUEST_NULL || g_live.load(std::memory_order_relaxed) == 0) return nullptr;
-  Table &t = table();
-  auto it = t.live.find(handle_key(handle));
-  return it == t.live.end() ? nullptr : it->second.get();
+  const Table &t = table();
+  const std::uint32_t e = t.find(handle);
+  return e == Table::kEmpty ? nullptr : t.entries[e].live;
 }
 
 void request_release(Request *r) {
@@ -175,18 +203,21 @@ void request_release(Request *r) {
     request_release(r->companion);
     r->companion = nullptr;
   }
-  auto it = t.live.find(handle_key(r->handle));
-  if (it == t.live.end()) return;
-  Table::Live::node_type node = t.live.extract(it);
+  const std::uint32_t e = t.find(r->handle);
+  if (e == Table::kEmpty || t.entries[e].live != r) return;
+  Table::Entry &entry = t.entries[e];
+  entry.live = nullptr;
   g_live.fetch_sub(1, std::memory_order_relaxed);
   // Callers release only requests with no transfer in flight: an underlying
   // completion would otherwise call into a request made anew.
-  t.free_handles.push_back(r->handle);
-  if (t.spare.size() >= kSpareRequests) return;  // node and request freed here
+  t.free_entries.push_back(e);
+  if (!MPIX_REQUEST_POOL) {
+    entry.owned.reset();
+    return;
+  }
   // As destroyed and made fresh (its references dropped now), in place.
   std::destroy_at(r);
   ::new (static_cast<void *>(r)) Request();
-  t.spare.push_back(std::move(node));
 }
 
 int request_live() { return g_live.load(std::memory_order_relaxed); }
@@ -210,14 +241,16 @@ bool is_enqueued_handle(MPI_Request h) {
 
 void request_finalize() {
   Table &t = table();
-  t.live.clear();
   g_live.store(0, std::memory_order_relaxed);
-  for (MPI_Request h : t.all_handles) {
-    PMPI_Grequest_complete(h);
-    PMPI_Request_free(&h);
+  for (Table::Entry &entry : t.entries) {
+    entry.live = nullptr;
+    entry.owned.reset();
+    PMPI_Grequest_complete(entry.handle);
+    PMPI_Request_free(&entry.handle);
   }
-  t.all_handles.clear();
-  t.free_handles.clear();
+  t.entries.clear();
+  t.index.clear();
+  t.free_entries.clear();
 }
 
 void status_fill(MPI_Status *st, int source, int tag, int error, MPI_Count bytes, bool cancelled) {

@@ -144,8 +144,17 @@ class OrderedDifferential {
   void do_arrive(Key k) {
     const Cookie c = next_cookie_++;
     const auto want = ref_.arrive(k, c);
-    const ArriveResult got = m_.arrive(k, c);
+    // Every other arrival through arrive_with (the engine's form), whose
+    // cookie must be made exactly when the message is queued.
+    int made = 0;
+    const ArriveResult got = c % 2 == 0 ? m_.arrive(k, c) : m_.arrive_with(k, [&] {
+      ++made;
+      return c;
+    });
     ASSERT_EQ(got.matched(), want.has_value()) << where() << " arrive " << str(k);
+    if (c % 2 != 0) {
+      ASSERT_EQ(made, want ? 0 : 1) << where() << " arrive_with " << str(k);
+    }
     if (want) {
       ASSERT_EQ(got.partner, *want) << where() << " arrive " << str(k);
     }

@@ -47,6 +47,30 @@ TEST_P(AnyMode, ArriveThenPostMatches) {
   EXPECT_EQ(p.partner, 200u);
 }
 
+// arrive_with makes the message's cookie only when the message is queued
+// (the engine builds no record of a message a posted receive takes at once),
+// and the queued cookie is the one it made.
+TEST_P(AnyMode, ArriveWithMakesTheCookieOnlyWhenQueued) {
+  Matcher m(GetParam());
+  int made = 0;
+  const auto make = [&made] {
+    ++made;
+    return Cookie{200};
+  };
+  ASSERT_EQ(m.post(kA, 100).status, Status::kQueued);
+  const ArriveResult matched = m.arrive_with(kA, make);
+  ASSERT_EQ(matched.status, Status::kMatched);
+  EXPECT_EQ(matched.partner, 100u);
+  EXPECT_EQ(made, 0);
+  ASSERT_EQ(m.arrive_with(kA, make).status, Status::kQueued);
+  EXPECT_EQ(made, 1);
+  EXPECT_EQ(m.stats().unexpected_depth, 1u);
+  const PostResult p = m.post(kA, 101);
+  ASSERT_EQ(p.status, Status::kMatched);
+  EXPECT_EQ(p.partner, 200u);
+  EXPECT_EQ(made, 1);
+}
+
 // key_busy tells a batch caller which keys must go through the queues.
 TEST_P(AnyMode, KeyBusyWhileAnythingOfTheKeyIsQueued) {
   Matcher m(GetParam());

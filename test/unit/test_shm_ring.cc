@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <cstring>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "progress/shm_ring.h"
@@ -74,9 +75,13 @@ TEST(ShmRing, RefusesWhatDoesNotFitAndWhenFull) {
   EXPECT_FALSE(rx.peek(&m));
 }
 
-// Many laps between two threads, the sender retrying when full.
-TEST(ShmRing, TwoThreadsEveryMessageOnceInOrder) {
-  constexpr std::size_t kSlots = 8, kSlot = 256;
+// Many laps between two threads, the sender retrying when full; with slot
+// counts and slot sizes that are powers of two (positions by mask and shift,
+// as the transport makes its rings) and that are not (by division).
+class ShmRingSizes : public testing::TestWithParam<std::pair<std::size_t, std::size_t>> {};
+
+TEST_P(ShmRingSizes, TwoThreadsEveryMessageOnceInOrder) {
+  const std::size_t kSlots = GetParam().first, kSlot = GetParam().second;
   constexpr std::uint64_t kMessages = 200000;
   Memory mem(Ring::bytes_for(kSlots, kSlot));
   Ring tx(mem.p, kSlots, kSlot), rx(mem.p, kSlots, kSlot);
@@ -96,6 +101,12 @@ TEST(ShmRing, TwoThreadsEveryMessageOnceInOrder) {
   sender.join();
   EXPECT_FALSE(rx.peek(&m));
 }
+
+INSTANTIATE_TEST_SUITE_P(Sizes, ShmRingSizes,
+                         testing::Values(std::make_pair(std::size_t{8}, std::size_t{256}),
+                                         std::make_pair(std::size_t{5}, std::size_t{256}),
+                                         std::make_pair(std::size_t{8}, std::size_t{192}),
+                                         std::make_pair(std::size_t{7}, std::size_t{320})));
 
 // The same between two processes, as the transport uses it.
 TEST(ShmRing, TwoProcesses) {
