@@ -24,7 +24,7 @@ noinst_PROGRAMS += bench/bench_threads
 bench_bench_threads_SOURCES = bench/bench_threads.c bench/bench_common.h
 bench_bench_threads_CFLAGS = $(MPIX_CFLAGS)
 bench_bench_threads_LDADD = $(MPIX_BENCH_MPI_LIBS) -lpthread
-EXTRA_DIST += bench/README.md bench/run_p2p_benchmarks.sh bench/run_scaling.sh bench/bench_nvshmem.cu
+EXTRA_DIST += bench/README.md bench/callgrind_per_message.sh bench/run_p2p_benchmarks.sh bench/run_scaling.sh bench/bench_nvshmem.cu
 
 # bench_gpu_p2p: device-buffer ping-pong through mpix against native MPI with
 # cudaMemcpy staging and NCCL (loaded at run time), in one program.
