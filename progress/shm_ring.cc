@@ -29,14 +29,13 @@ static_assert(std::atomic<std::uint64_t>::is_always_lock_free, "claim words shar
 
 std::atomic<Node *> g_active{nullptr};
 
-}  // namespace
-
-namespace {
+// floor(log2(n)), n > 0.
 unsigned log2_of(std::size_t n) {
   unsigned k = 0;
   while ((std::size_t{1} << (k + 1)) <= n) ++k;
   return k;
 }
+
 }  // namespace
 
 std::size_t Ring::bytes_for(std::size_t slots, std::size_t slot_bytes) { return kHeaderBytes + slots * slot_bytes; }

@@ -225,16 +225,13 @@ void Worker::complete_later(Op *op, ucs_status_t status, std::size_t length) {
 void Worker::start_rings() {
   rings_.start_if(config_.shm_ring, config_.shm_ring_bytes, config_.shm_ring_slot_bytes, config_.verbose);
   if (rings_.running()) backlog_.resize(peers_.size());
-  ringed_peers_ = 0;
-  bool all = rings_.running();
-  for (std::size_t w = 0; all && w < peers_.size(); ++w)
-    all = static_cast<int>(w) == world_rank_ || rings_.reaches(static_cast<int>(w));
-  if (all) ringed_peers_ = peers_.size();
+  all_ringed_ = rings_.running();
+  for (std::size_t w = 0; all_ringed_ && w < peers_.size(); ++w)
+    all_ringed_ = static_cast<int>(w) == world_rank_ || rings_.reaches(static_cast<int>(w));
 }
 
 bool Worker::ucx_poll_due() {
-  if (ringed_peers_ == 0 || ringed_peers_ != peers_.size() || outstanding_.load(std::memory_order_relaxed) != 0 ||
-      ++ucx_skipped_ >= kRingPollsPerUcx) {
+  if (!all_ringed_ || outstanding_.load(std::memory_order_relaxed) != 0 || ++ucx_skipped_ >= kRingPollsPerUcx) {
     ucx_skipped_ = 0;
     return true;
   }

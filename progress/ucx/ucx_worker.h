@@ -180,12 +180,12 @@ class Worker : public TransportCore<UcxLink, Op, Peer> {
   // The fast lane within a node: eager messages that fit a ring and control
   // frames (send_am), drained by poll().
   shm::Node rings_;
-  // Every other process of MPI_COMM_WORLD is reached through a ring (as of
-  // peers_.size() == ringed_peers_): UCX then carries only rendezvous data
-  // and what is too large for a ring, which nothing here waits for unless
-  // an operation of ours is outstanding, so poll() runs UCX's progress
-  // only on every kRingPollsPerUcx-th call while none is.
-  std::size_t ringed_peers_ = 0;
+  // Every other process of MPI_COMM_WORLD is reached through a ring: UCX
+  // then carries only rendezvous data and what is too large for a ring,
+  // which nothing here waits for unless an operation of ours is
+  // outstanding, so poll() runs UCX's progress only on every
+  // kRingPollsPerUcx-th call while none is.
+  bool all_ringed_ = false;
   unsigned ucx_skipped_ = 0;
   static constexpr unsigned kRingPollsPerUcx = 4;
   bool ucx_poll_due();

@@ -277,22 +277,16 @@ void P2PComm::arrived(const progress::Arrival &a) {
   }
   if (region_open()) {
     // Matched at the next flush, after the transport's buffer is reused.
-    auto m = std::make_unique<Message>();
-    m->take_arrival(a);
-    keep_unexpected(*m);
+    Message *m = keep_arrival(a);  // owned by region_arrivals_ until the flush
     region_arrivals_.push_back(
-        match::BatchItem{match::BatchKey{0, m->source, m->tag}, reinterpret_cast<match::Cookie>(m.get())});
-    m.release();  // owned by region_arrivals_ until the flush
+        match::BatchItem{match::BatchKey{0, m->source, m->tag}, reinterpret_cast<match::Cookie>(m)});
     return;
   }
   // A message a posted receive takes at once needs no record of its own
   // beyond this call: the common case of a waiting receiver pays for no
   // Message allocated, kept and freed.
   const match::ArriveResult res = matcher_->arrive_with(match::Key{a.source, a.h.tag}, [&] {
-    auto m = std::make_unique<Message>();
-    m->take_arrival(a);
-    keep_unexpected(*m);
-    return reinterpret_cast<match::Cookie>(m.release());  // owned by the matcher's queue now
+    return reinterpret_cast<match::Cookie>(keep_arrival(a));  // owned by the matcher's queue now
   });
   if (res.matched()) {
     Message m;
@@ -303,19 +297,22 @@ void P2PComm::arrived(const progress::Arrival &a) {
   }
 }
 
-void P2PComm::keep_unexpected(Message &m) {
+Message *P2PComm::keep_arrival(const progress::Arrival &a) {
+  auto m = std::make_unique<Message>();
+  m->take_arrival(a);
   // Unexpected: the transport's buffer is about to be reused, so the payload
   // moves to memory of its own size (a flood of small messages costs what
   // they carry, not a landing buffer each).
-  if (m.kind == kEager && m.bytes > 0) {
-    m.keep_payload(m.payload);
-  } else if (m.kind == kSingleCopy) {
-    m.descriptor = std::make_unique<char[]>(sizeof(progress::SingleCopyRts));
-    std::memcpy(m.descriptor.get(), m.payload, sizeof(progress::SingleCopyRts));
-    m.payload = m.descriptor.get();
+  if (m->kind == kEager && m->bytes > 0) {
+    m->keep_payload(m->payload);
+  } else if (m->kind == kSingleCopy) {
+    m->descriptor = std::make_unique<char[]>(sizeof(progress::SingleCopyRts));
+    std::memcpy(m->descriptor.get(), m->payload, sizeof(progress::SingleCopyRts));
+    m->payload = m->descriptor.get();
   } else {
-    gpu_keep_descriptor(*this, m);
+    gpu_keep_descriptor(*this, *m);
   }
+  return m.release();
 }
 
 namespace {

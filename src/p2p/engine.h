@@ -317,7 +317,9 @@ class P2PComm final : public CommState, public progress::ArrivalSink, public std
   std::size_t region_receives_seen_ = 0;  // region_receives_.size() at the last poll
   void region_queue_arrival(const match::BatchItem &a);
   void region_queue_receive(const match::BatchItem &r);
-  void keep_unexpected(Message &m);
+  // A record of arrival a that outlives the transport's buffer (its payload
+  // kept); the caller owns it.
+  Message *keep_arrival(const progress::Arrival &a);
   friend MatchTotals match_totals();
 };
 

@@ -100,7 +100,7 @@ bool gpu_transmit(P2PComm &c, const void *buf, int count, MPI_Datatype dtype, in
                   Request *r, std::unique_lock<std::mutex> *lock, int *rc);
 // P2PComm::deliver: a GPU rendezvous, or any message for a device buffer.
 bool gpu_deliver(P2PComm &c, Request *r, Message &m);
-// P2PComm::keep_unexpected: an unexpected GPU rendezvous keeps its
+// P2PComm::keep_arrival: an unexpected GPU rendezvous keeps its
 // descriptor, and can be found by a kGpuBuffered arrival.
 void gpu_keep_descriptor(P2PComm &c, Message &m);
 // P2PComm::arrived: true (and taken) when the arrival belongs to a GPU

@@ -186,6 +186,7 @@ Request *request_create(ReqKind kind) {
   entry.live = raw;
   raw->kind = kind;
   raw->handle = entry.handle;
+  raw->table_entry = e;
   g_live.fetch_add(1, std::memory_order_relaxed);
   return raw;
 }
@@ -203,8 +204,8 @@ void request_release(Request *r) {
     request_release(r->companion);
     r->companion = nullptr;
   }
-  const std::uint32_t e = t.find(r->handle);
-  if (e == Table::kEmpty || t.entries[e].live != r) return;
+  const std::uint32_t e = r->table_entry;
+  if (e >= t.entries.size() || t.entries[e].live != r) return;
   Table::Entry &entry = t.entries[e];
   entry.live = nullptr;
   g_live.fetch_sub(1, std::memory_order_relaxed);

@@ -61,6 +61,9 @@ class Request final : public progress::Pending {
   match::RecvHandle match_handle;
   // MPI_Isendrecv: the send half, completed and released together with us.
   Request *companion = nullptr;
+  // The request table's entry of a pooled request (request.cc), ~0 for one
+  // on a caller's stack.
+  std::uint32_t table_entry = ~std::uint32_t{0};
   // MPI_Isendrecv_replace: the send half sends this packed copy of the
   // buffer the receive half overwrites.
   std::unique_ptr<char[]> scratch;
