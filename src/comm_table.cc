@@ -22,14 +22,18 @@ Table &table() {
 
 // Every call on a handled communicator looks it up, usually the one the
 // thread looked up last: a per-thread entry, valid while no entry was
-// added or removed since (generation), spares the lock and the hash.
+// added or removed since (generation), spares the lock and the hash. It
+// holds no reference: a communicator stays in the table while a call on it
+// runs (freeing it then is erroneous), and any removal changes the
+// generation. Plain data, so the thread_local needs no guard (a type with a
+// destructor gets one, reached through __tls_get_addr on every use).
 std::atomic<std::uint64_t> g_generation{1};
 struct LastFound {
-  std::uint64_t generation = 0;
-  std::uintptr_t key = 0;
-  std::shared_ptr<CommState> state;
+  std::uint64_t generation;
+  std::uintptr_t key;
+  CommState *state;
 };
-thread_local LastFound t_last_found __attribute__((tls_model("initial-exec")));
+thread_local LastFound t_last_found __attribute__((tls_model("initial-exec"))) = {0, 0, nullptr};
 
 // Under the write lock, after the map changed.
 void changed() { g_generation.fetch_add(1, std::memory_order_release); }
@@ -57,7 +61,7 @@ void CommTable::finalize() {
   if (t.keyval != MPI_KEYVAL_INVALID) PMPI_Comm_free_keyval(&t.keyval);
 }
 
-std::shared_ptr<CommState> CommTable::find(MPI_Comm comm) {
+CommState *CommTable::find_raw(MPI_Comm comm) {
   if (empty()) return nullptr;
   const std::uintptr_t key = comm_key(comm);
   const std::uint64_t generation = g_generation.load(std::memory_order_acquire);
@@ -66,10 +70,15 @@ std::shared_ptr<CommState> CommTable::find(MPI_Comm comm) {
   Table &t = table();
   std::shared_lock<std::shared_mutex> lock(t.mutex);
   auto it = t.map.find(key);
-  last.state = it == t.map.end() ? nullptr : it->second;
+  last.state = it == t.map.end() ? nullptr : it->second.get();
   last.key = key;
   last.generation = generation;  // read before the lookup: a change since only forces another
   return last.state;
+}
+
+std::shared_ptr<CommState> CommTable::find(MPI_Comm comm) {
+  CommState *state = find_raw(comm);
+  return state == nullptr ? nullptr : state->shared_from_this();
 }
 
 int CommTable::insert(MPI_Comm comm, std::shared_ptr<CommState> state) {

@@ -21,7 +21,7 @@ namespace mpix {
 // matching engine, ...). Shared ownership: a request in flight keeps the state
 // alive while the communicator is being freed. Its one implementation is
 // p2p::P2PComm (p2p_find casts statically).
-struct CommState {
+struct CommState : std::enable_shared_from_this<CommState> {
   virtual ~CommState() = default;
 };
 
@@ -42,6 +42,9 @@ class CommTable {
 
   static bool empty() { return count_.load(std::memory_order_relaxed) == 0; }
   static std::shared_ptr<CommState> find(MPI_Comm comm);
+  // The same without a reference: valid while the communicator is (a call
+  // on it may use it; MPI forbids freeing it meanwhile).
+  static CommState *find_raw(MPI_Comm comm);
   // Attaches state to comm (replacing any); returns an MPI error code.
   static int insert(MPI_Comm comm, std::shared_ptr<CommState> state);
   // Detaches comm's state, if any; returns an MPI error code.

@@ -62,6 +62,7 @@ struct Config {
   bool shm_ring;              // MPIX_SHM_RING: on or off
   long shm_ring_bytes;        // MPIX_SHM_RING_BYTES
   long shm_ring_slot_bytes;   // MPIX_SHM_RING_SLOT_BYTES
+  long lock_spins;            // MPIX_LOCK_SPINS
 };
 
 // A setting's value in force, as MPI_T control variables show it: a number,

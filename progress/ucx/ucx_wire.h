@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 
 #include "progress/wire.h"
 
@@ -37,11 +38,27 @@ static_assert(sizeof(Control) == 24, "UCX control layout");
 // MPI_COMM_WORLD: routing fields in range (the sender's ranks index the
 // worker's peers), a cookie only on acknowledged sends. The envelope
 // itself (check_header) is checked once the link is known.
-WireError decode_envelope(const void *header, std::size_t length, int world_size, Envelope *out);
+// Inline: every message of the transport passes here.
+inline WireError decode_envelope(const void *header, std::size_t length, int world_size, Envelope *out) {
+  if (length < sizeof(Envelope)) return WireError::kTruncated;
+  if (length > sizeof(Envelope)) return WireError::kBadLength;
+  Envelope e;
+  std::memcpy(&e, header, sizeof e);
+  if (e.world < 0 || e.world >= world_size || e.source < 0) return WireError::kBadRank;
+  if (e.reserved != 0) return WireError::kBadField;
+  if (e.cookie != 0 && (e.h.flags & kFlagSyncAck) == 0) return WireError::kBadField;
+  *out = e;
+  return WireError::kOk;
+}
 // Then, by the link (link_size members) the envelope names: the source is
 // a member, UCX rendezvous data comes exactly with rendezvous envelopes
 // and is exactly the message (a pull allocates what the envelope says).
-WireError check_link_arrival(const Envelope &e, int link_size, bool rndv, std::size_t length);
+inline WireError check_link_arrival(const Envelope &e, int link_size, bool rndv, std::size_t length) {
+  if (e.source < 0 || e.source >= link_size) return WireError::kBadRank;
+  if (rndv != (e.h.kind == kRendezvous)) return WireError::kBadKind;
+  if (rndv && length != e.h.bytes) return WireError::kBadSize;
+  return WireError::kOk;
+}
 // A control message: a known kind, a sender in range, credit only on
 // kCredit, a cookie (never 0, the first is 1) only on kSyncAck.
 WireError decode_control(const void *header, std::size_t length, int world_size, Control *out);

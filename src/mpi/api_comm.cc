@@ -228,13 +228,13 @@ bool predefined(MPI_Comm comm) { return comm == MPI_COMM_WORLD || comm == MPI_CO
 
 MPIX_INTERCEPT int MPI_Comm_free(MPI_Comm *comm) {
   if (comm == nullptr || predefined(*comm)) return PMPI_Comm_free(comm);
-  if (auto c = lookup(*comm)) forget(*comm, c);
+  if (auto c = lookup_shared(*comm)) forget(*comm, c);
   return PMPI_Comm_free(comm);
 }
 
 MPIX_INTERCEPT int MPI_Comm_disconnect(MPI_Comm *comm) {
   if (comm == nullptr || predefined(*comm)) return PMPI_Comm_disconnect(comm);
-  if (auto c = lookup(*comm)) {
+  if (auto c = lookup_shared(*comm)) {
     // MPI_Comm_disconnect waits for all pending communication to complete.
     auto lock = engine_lock();
     while (c->live_ops() > 0) progress_wait(lock);

@@ -17,7 +17,14 @@
 namespace mpix::p2p {
 
 // nullptr when comm passes straight through (the common case costs one load).
-inline std::shared_ptr<P2PComm> lookup(MPI_Comm comm) {
+// No reference is taken: the communicator outlives the call (a request
+// made by it takes one, init_request).
+inline P2PComm *lookup(MPI_Comm comm) {
+  if (CommTable::empty()) return nullptr;
+  return p2p_find_raw(comm);
+}
+// With a reference: for a caller that takes comm out of the table.
+inline std::shared_ptr<P2PComm> lookup_shared(MPI_Comm comm) {
   if (CommTable::empty()) return nullptr;
   return p2p_find(comm);
 }

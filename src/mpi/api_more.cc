@@ -25,7 +25,7 @@ namespace {
 
 // Starts a receive and a send as one request (the receive's handle, the send
 // its companion), as MPI_Isendrecv does; the send half owns scratch, if any.
-int start_pair(MPI_Comm comm, const std::shared_ptr<P2PComm> &c, const void *sendbuf, int sendcount,
+int start_pair(MPI_Comm comm, P2PComm *c, const void *sendbuf, int sendcount,
                MPI_Datatype sendtype, int dest, int sendtag, void *recvbuf, int recvcount, MPI_Datatype recvtype,
                int source, int recvtag, std::unique_ptr<char[]> scratch, MPI_Request *request) {
   auto lock = engine_lock();

@@ -159,7 +159,7 @@ int pass_imrecv(void *buf, int count, MPI_Datatype dtype, MPI_Message *message, 
 int start_matched(Request *r, Message &m) {
   auto c = m.comm.lock();
   if (!c) return MPI_ERR_COMM;
-  r->comm = c;
+  r->comm = c->self();
   c->op_started();
   c->deliver(r, m);
   return MPI_SUCCESS;

@@ -15,10 +15,10 @@ namespace {
 
 // A receive nobody else can see: lives on the caller's stack until complete.
 int blocking_recv(void *buf, int count, MPI_Datatype dtype, int source, int tag, MPI_Comm comm,
-                  const std::shared_ptr<P2PComm> &c, MPI_Status *status, std::unique_lock<std::mutex> &lock) {
+                  P2PComm *c, MPI_Status *status, std::unique_lock<std::mutex> &lock) {
   Request r;
   r.kind = ReqKind::kRecv;
-  r.comm = c;
+  r.comm = c->self();
   r.rbuf = buf;
   r.count = count;
   r.dtype = dtype;
@@ -74,7 +74,7 @@ int pass_sendrecv_replace(void *buf, int count, MPI_Datatype dtype, int dest, in
 }
 
 int make_recv_request(void *buf, int count, MPI_Datatype dtype, int source, int tag, MPI_Comm comm,
-                      const std::shared_ptr<P2PComm> &c, bool persistent, MPI_Request *request) {
+                      P2PComm *c, bool persistent, MPI_Request *request) {
   if (request == nullptr) return raise_class(comm, MPI_ERR_REQUEST);
   auto lock = engine_lock();
   Request *r = request_create(ReqKind::kRecv);
@@ -146,7 +146,7 @@ MPIX_INTERCEPT int MPI_Sendrecv(const void *sendbuf, int sendcount, MPI_Datatype
   // on us; the blocking send progresses it.
   Request r;
   r.kind = ReqKind::kRecv;
-  r.comm = c;
+  r.comm = c->self();
   r.rbuf = recvbuf;
   r.count = recvcount;
   r.dtype = recvtype;

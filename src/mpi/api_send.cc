@@ -11,7 +11,7 @@ using namespace mpix::p2p;
 namespace {
 
 int blocking_send(const void *buf, int count, MPI_Datatype dtype, int dest, int tag, MPI_Comm comm,
-                  const std::shared_ptr<P2PComm> &c, SendMode mode) {
+                  P2PComm *c, SendMode mode) {
   if (int cls = check_send_args(*c, buf, count, dtype, dest, tag)) return raise_class(comm, cls);
   if (dest == MPI_PROC_NULL) return MPI_SUCCESS;
   auto lock = engine_lock();
@@ -21,7 +21,7 @@ int blocking_send(const void *buf, int count, MPI_Datatype dtype, int dest, int 
 }
 
 int make_send_request(const void *buf, int count, MPI_Datatype dtype, int dest, int tag, MPI_Comm comm,
-                      const std::shared_ptr<P2PComm> &c, SendMode mode, bool persistent, MPI_Request *request) {
+                      P2PComm *c, SendMode mode, bool persistent, MPI_Request *request) {
   if (int cls = check_send_args(*c, buf, count, dtype, dest, tag)) return raise_class(comm, cls);
   if (request == nullptr) return raise_class(comm, MPI_ERR_REQUEST);
   auto lock = engine_lock();

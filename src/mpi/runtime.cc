@@ -151,6 +151,7 @@ int runtime_start(int thread_provided, int thread_underlying) {
   p2p_config.unexpected_limit = static_cast<std::size_t>(rt.config.unexpected_limit);
   p2p_config.split_min = static_cast<std::size_t>(rt.config.single_copy_split);
   p2p_config.verbose = rt.config.verbose;
+  p2p_config.lock_spins = static_cast<int>(rt.config.lock_spins);
   p2p::p2p_configure(p2p_config);
   p2p::region_batch_configure(static_cast<std::size_t>(rt.config.gpu_match_threshold));
   p2p::GpuConfig gpu_config;

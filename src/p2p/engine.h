@@ -105,12 +105,14 @@ MatchTotals match_totals();
 // completion.
 enum class PayloadLife : std::uint8_t { kUntilComplete, kDuringCall };
 
-class P2PComm final : public CommState, public progress::ArrivalSink, public std::enable_shared_from_this<P2PComm> {
+class P2PComm final : public CommState, public progress::ArrivalSink {
  public:
   // A communicator whose assertions are only recorded (MPI_Comm_set_info):
   // the MPI library keeps matching it.
   explicit P2PComm(const Hints &hints);
   ~P2PComm() override;
+  // A reference to this (made by make_shared, CommTable holds one).
+  std::shared_ptr<P2PComm> self() { return std::static_pointer_cast<P2PComm>(shared_from_this()); }
 
   // Makes comm handled: shadow communicators and the transport's link
   // (collective over comm; lock: the engine lock, held on return, released
@@ -332,6 +334,8 @@ void detach_all();
 
 // The p2p state of comm (handled or with recorded assertions), or nullptr.
 std::shared_ptr<P2PComm> p2p_find(MPI_Comm comm);
+// The same without a reference, for a call on comm (valid until it returns).
+P2PComm *p2p_find_raw(MPI_Comm comm);
 
 // Drives every handled communicator once: polls underlying transfers and
 // landing receives. Returns the number of events handled.
@@ -380,6 +384,8 @@ struct P2PConfig {
   // and sender (0: never); MPIX_SINGLE_COPY_SPLIT.
   std::size_t split_min = 0;
   int verbose = 0;  // MPIX_VERBOSE
+  // Tries of the engine lock before a thread sleeps on it; MPIX_LOCK_SPINS.
+  int lock_spins = 0;
 };
 const P2PConfig &p2p_config();
 void p2p_configure(const P2PConfig &c);

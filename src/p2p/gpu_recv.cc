@@ -278,7 +278,7 @@ bool gpu_deliver(P2PComm &c, Request *r, Message &m) {
   }
 
   auto op = std::make_unique<RecvOp>();
-  op->comm = c.shared_from_this();
+  op->comm = c.self();
   op->r = r;
   op->source = m.source;
   op->tag = m.tag;

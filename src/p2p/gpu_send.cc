@@ -233,7 +233,7 @@ int gpu_rendezvous(P2PComm &c, const void *buf, int count, MPI_Datatype dtype, c
                    const device::PtrInfo &info, int dest, int tag, bool bufferable, Request *r,
                    std::unique_lock<std::mutex> *lock) {
   auto op = std::make_unique<SendOp>();
-  op->comm = c.shared_from_this();
+  op->comm = c.self();
   op->dest = dest;
   op->tag = tag;
   op->bufferable = bufferable;

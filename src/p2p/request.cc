@@ -119,9 +119,10 @@ Request::~Request() {
   if (dtype_owned) PMPI_Type_free(&dtype);
 }
 
-void init_request(Request *r, const std::shared_ptr<P2PComm> &c, const void *sbuf, void *rbuf, int count,
+void init_request(Request *r, P2PComm *c, const void *sbuf, void *rbuf, int count,
                   MPI_Datatype dtype, int peer, int tag) {
-  r->comm = c;
+  // (No communicator: MPI_Imrecv, whose message names it, sets it later.)
+  if (c != nullptr) r->comm = c->self();
   r->sbuf = sbuf;
   r->rbuf = rbuf;
   r->count = count;
@@ -187,7 +188,8 @@ Request *request_create(ReqKind kind) {
   raw->kind = kind;
   raw->handle = entry.handle;
   raw->table_entry = e;
-  g_live.fetch_add(1, std::memory_order_relaxed);
+  // Written only under the engine lock (as the table): no locked RMW.
+  g_live.store(g_live.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
   return raw;
 }
 
@@ -208,7 +210,7 @@ void request_release(Request *r) {
   if (e >= t.entries.size() || t.entries[e].live != r) return;
   Table::Entry &entry = t.entries[e];
   entry.live = nullptr;
-  g_live.fetch_sub(1, std::memory_order_relaxed);
+  g_live.store(g_live.load(std::memory_order_relaxed) - 1, std::memory_order_relaxed);
   // Callers release only requests with no transfer in flight: an underlying
   // completion would otherwise call into a request made anew.
   t.free_entries.push_back(e);

@@ -104,8 +104,8 @@ class Request final : public progress::Pending {
 // Creates a request with a pooled handle; owned by the table.
 Request *request_create(ReqKind kind);
 // Fills r's common fields (holding a derived datatype for the operation) and
-// takes a reference on comm.
-void init_request(Request *r, const std::shared_ptr<P2PComm> &c, const void *sbuf, void *rbuf, int count,
+// takes a reference on comm (MPI_Imrecv: c null, the message names it).
+void init_request(Request *r, P2PComm *c, const void *sbuf, void *rbuf, int count,
                   MPI_Datatype dtype, int peer, int tag);
 // The request behind handle, or nullptr for handles of the MPI library.
 Request *request_lookup(MPI_Request handle);

@@ -87,6 +87,35 @@ TEST(WireHeader, PayloadsThatDisagreeWithTheEnvelopeAreRejected) {
 // The bytes of a GPU rendezvous that waited too long (kGpuBuffered): exactly
 // the message after the envelope, a valid data tag (it names the
 // rendezvous), no flags.
+// The engine checks arrivals with check_header_inline: every header, valid
+// or not, must get check_header's own verdict from it.
+TEST(WireHeader, InlineCheckAgreesWithTheFullCheck) {
+  std::uint64_t x = 88172645463325252ull;
+  auto next = [&x] {
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    return x;
+  };
+  const int tags[] = {-1, 0, 1, kLimits.tag_ub - 1, kLimits.tag_ub, kLimits.tag_ub + 1, 1 << 30};
+  const std::uint32_t flags[] = {0, kFlagSyncAck, kFlagGpuChunk, kFlagSyncAck | kFlagGpuChunk, 1u << 7};
+  int valid = 0;
+  for (int i = 0; i < 200000; ++i) {
+    WireHeader h{};
+    h.kind = static_cast<std::uint32_t>(next() % (kGpuReply + 3));
+    h.tag = tags[next() % (sizeof tags / sizeof tags[0])];
+    h.flags = flags[next() % (sizeof flags / sizeof flags[0])];
+    h.bytes = next() % 130;
+    h.data_tag = static_cast<int>(next() % 4) - 1;
+    const std::size_t payload = next() % 2 == 0 ? static_cast<std::size_t>(h.bytes) : next() % 130;
+    const WireError full = check_header(h, payload, kLimits);
+    ASSERT_EQ(check_header_inline(h, payload, kLimits), full)
+        << "kind " << h.kind << " tag " << h.tag << " flags " << h.flags << " bytes " << h.bytes << " payload " << payload;
+    valid += full == WireError::kOk;
+  }
+  EXPECT_GT(valid, 1000);  // the inline case itself was exercised
+}
+
 TEST(GpuBuffered, ValidEnvelopesPassAndBadOnesAreRejected) {
   const WireHeader ok{5, kGpuBuffered, 100, 17, 0};
   EXPECT_EQ(check_header(ok, 100, kLimits), WireError::kOk);
