@@ -305,12 +305,7 @@ void P2PComm::arrived(const progress::Arrival &a) {
     if (link_) link_->consumed(a.source, a.credit);
     return;
   }
-  const match::Key key{a.source, a.h.tag};
-  // In an open region an arrival waits for the next flush's batch, unless
-  // nothing waits for a flush and its key has entries queued: it then meets
-  // them as the flush would have, one arrival against the queue (any order
-  // is the region's), without a record kept and a batch of one.
-  if (region_open() && (region_pending() || !matcher_->key_busy(key))) {
+  if (region_open()) {
     // Matched at the next flush, after the transport's buffer is reused.
     Message *m = keep_arrival(a);  // owned by region_arrivals_ until the flush
     region_arrivals_.push_back(
@@ -320,7 +315,7 @@ void P2PComm::arrived(const progress::Arrival &a) {
   // A message a posted receive takes at once needs no record of its own
   // beyond this call: the common case of a waiting receiver pays for no
   // Message allocated, kept and freed.
-  const match::ArriveResult res = matcher_->arrive_with(key, [&] {
+  const match::ArriveResult res = matcher_->arrive_with(match::Key{a.source, a.h.tag}, [&] {
     return reinterpret_cast<match::Cookie>(keep_arrival(a));  // owned by the matcher's queue now
   });
   if (res.matched()) {
