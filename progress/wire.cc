@@ -25,7 +25,7 @@ const char *wire_error_string(WireError e) {
   return "unknown error";
 }
 
-WireError check_header(const WireHeader &h, std::size_t payload_bytes, const WireLimits &limits) {
+WireError check_header_full(const WireHeader &h, std::size_t payload_bytes, const WireLimits &limits) {
   if (h.kind < kEager || h.kind > kGpuReply) return WireError::kBadKind;
   if ((h.flags & ~(kFlagSyncAck | kFlagGpuChunk)) != 0) return WireError::kBadFlags;
   if ((h.flags & kFlagGpuChunk) != 0) {

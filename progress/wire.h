@@ -112,14 +112,14 @@ struct WireLimits {
 // An envelope with payload_bytes bytes of payload after it: eager payloads
 // are exactly the message, rendezvous envelopes carry nothing (or the GPU
 // descriptor), tags are valid tags, only known flags.
-WireError check_header(const WireHeader &h, std::size_t payload_bytes, const WireLimits &limits);
-// check_header with its commonest case decided inline (every small message
-// pays for it): a plain or acknowledged eager message with a valid tag.
-// Anything else, valid or not, gets check_header's full answer.
-inline WireError check_header_inline(const WireHeader &h, std::size_t payload_bytes, const WireLimits &limits) {
+WireError check_header_full(const WireHeader &h, std::size_t payload_bytes, const WireLimits &limits);
+// Every arrival is checked here, so its commonest case (a plain or
+// acknowledged eager message with a valid tag) is decided inline; anything
+// else, valid or not, gets check_header_full's answer.
+inline WireError check_header(const WireHeader &h, std::size_t payload_bytes, const WireLimits &limits) {
   if (h.kind == kEager && (h.flags & ~kFlagSyncAck) == 0 && h.tag >= 0 && h.tag <= limits.tag_ub)
     return payload_bytes == h.bytes ? WireError::kOk : WireError::kBadSize;
-  return check_header(h, payload_bytes, limits);
+  return check_header_full(h, payload_bytes, limits);
 }
 
 // A kSingleCopy envelope's payload (n bytes) for an envelope announcing

@@ -278,7 +278,7 @@ void P2PComm::arrived(const progress::Arrival &a) {
   // The transport decoded its own framing; what the envelope and a GPU
   // descriptor say is the protocol's to check, before the matcher (which
   // takes a negative tag for a wildcard) or a copy trusts any of it.
-  progress::WireError bad = progress::check_header_inline(a.h, a.payload_bytes, {data_tag_limit_, sizeof(GpuRts)});
+  progress::WireError bad = progress::check_header(a.h, a.payload_bytes, {data_tag_limit_, sizeof(GpuRts)});
   GpuRts rts;
   if (bad == progress::WireError::kOk && a.h.kind == kGpuRendezvous)
     bad = decode_gpu_rts(a.payload, a.payload_bytes, a.h.bytes, &rts);

@@ -87,8 +87,8 @@ void landing(const std::uint8_t *data, std::size_t size) {
   std::size_t payload = 0;
   if (decode_landing(msg.data(), msg.size(), &h, &payload) != WireError::kOk) return;
   if (payload + sizeof h != msg.size() || std::memcmp(&h, msg.data(), sizeof h) != 0) fail("a landing that is not its bytes");
-  const WireError verdict = check_header(h, payload, l);
-  if (check_header_inline(h, payload, l) != verdict) fail("check_header_inline disagreeing with check_header");
+  const WireError verdict = check_header_full(h, payload, l);
+  if (check_header(h, payload, l) != verdict) fail("check_header's inline case disagreeing with check_header_full");
   if (verdict == WireError::kOk) use(h, msg.data() + sizeof h, payload, l);
 }
 

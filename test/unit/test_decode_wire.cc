@@ -87,8 +87,8 @@ TEST(WireHeader, PayloadsThatDisagreeWithTheEnvelopeAreRejected) {
 // The bytes of a GPU rendezvous that waited too long (kGpuBuffered): exactly
 // the message after the envelope, a valid data tag (it names the
 // rendezvous), no flags.
-// The engine checks arrivals with check_header_inline: every header, valid
-// or not, must get check_header's own verdict from it.
+// check_header decides its commonest case inline: every header, valid or
+// not, must get check_header_full's verdict from it.
 TEST(WireHeader, InlineCheckAgreesWithTheFullCheck) {
   std::uint64_t x = 88172645463325252ull;
   auto next = [&x] {
@@ -108,8 +108,8 @@ TEST(WireHeader, InlineCheckAgreesWithTheFullCheck) {
     h.bytes = next() % 130;
     h.data_tag = static_cast<int>(next() % 4) - 1;
     const std::size_t payload = next() % 2 == 0 ? static_cast<std::size_t>(h.bytes) : next() % 130;
-    const WireError full = check_header(h, payload, kLimits);
-    ASSERT_EQ(check_header_inline(h, payload, kLimits), full)
+    const WireError full = check_header_full(h, payload, kLimits);
+    ASSERT_EQ(check_header(h, payload, kLimits), full)
         << "kind " << h.kind << " tag " << h.tag << " flags " << h.flags << " bytes " << h.bytes << " payload " << payload;
     valid += full == WireError::kOk;
   }
