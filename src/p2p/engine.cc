@@ -300,7 +300,7 @@ void P2PComm::arrived(const progress::Arrival &a) {
     }
     return;
   }
-  if (gpu_control_arrival(*this, a)) {
+  if (a.h.kind != kEager && gpu_control_arrival(*this, a)) {
     // Never matched: it belongs to a GPU transfer in flight.
     if (link_) link_->consumed(a.source, a.credit);
     return;
@@ -319,10 +319,17 @@ void P2PComm::arrived(const progress::Arrival &a) {
     return reinterpret_cast<match::Cookie>(keep_arrival(a));  // owned by the matcher's queue now
   });
   if (res.matched()) {
+    receive_unqueued();
+    auto *r = reinterpret_cast<Request *>(res.partner);
+    if (a.h.kind == kEager && a.h.flags == 0 && r->host_capacity >= 0) {
+      // The streaming receiver's case: straight from the transport's buffer.
+      deliver_eager_host(r, a.source, a.h.tag, a.payload, a.h.bytes);
+      if (link_) link_->consumed(a.source, a.credit);
+      return;
+    }
     Message m;
     m.take_arrival(a);
-    receive_unqueued();
-    deliver(reinterpret_cast<Request *>(res.partner), m);
+    deliver(r, m);
     unexpected_consumed(m);
   }
 }
@@ -498,6 +505,11 @@ int P2PComm::start_recv(Request *r) {
   op_started();
   r->complete = false;
   r->st_cancelled = false;
+  r->host_capacity = -1;
+  if (const Layout l = layout_of(r->dtype, r->count); l.contiguous && !(l.bytes > 0 && device::is_device(r->rbuf))) {
+    r->host_capacity = static_cast<std::int64_t>(l.bytes);
+    r->host_lb = l.true_lb;
+  }
   if (region_open()) {
     // Matched at the next flush (progress, probe or region close); wildcards
     // are refused inside a region (check_pattern), so the key is exact.
@@ -534,6 +546,10 @@ void P2PComm::deliver(Request *r, Message &m) {
     return;
   }
   if ((m.flags & progress::kFlagSyncAck) != 0) link_->matched(m.arrival());  // the sender may complete now
+  if (m.kind == kEager && r->host_capacity >= 0) {
+    deliver_eager_host(r, m.source, m.tag, m.payload, m.bytes);
+    return;
+  }
   if (gpu_deliver(*this, r, m)) return;  // device buffer or GPU rendezvous
   r->queued = false;
   if (m.kind == kRendezvous) {
@@ -563,6 +579,14 @@ void P2PComm::deliver(Request *r, Message &m) {
     }
   }
   r->finish(m.source, m.tag, rc, static_cast<MPI_Count>(n));
+}
+
+void P2PComm::deliver_eager_host(Request *r, int source, int tag, const char *payload, std::uint64_t bytes) {
+  r->queued = false;
+  const auto capacity = static_cast<std::uint64_t>(r->host_capacity);
+  const std::uint64_t n = bytes < capacity ? bytes : capacity;
+  if (n > 0) std::memcpy(static_cast<char *>(r->rbuf) + r->host_lb, payload, n);
+  r->finish(source, tag, bytes > capacity ? MPI_ERR_TRUNCATE : MPI_SUCCESS, static_cast<MPI_Count>(n));
 }
 
 void P2PComm::report_read_failure(std::size_t bytes, int source, std::int32_t pid, int err) {

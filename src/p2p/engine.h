@@ -166,6 +166,8 @@ class P2PComm final : public CommState, public progress::ArrivalSink {
   int start_recv(Request *r);
   // Completes r with message m (taken out of the matcher).
   void deliver(Request *r, Message &m);
+  // An eager payload into a receive classified as contiguous host memory.
+  void deliver_eager_host(Request *r, int source, int tag, const char *payload, std::uint64_t bytes);
   bool cancel(Request *r);
 
   // ---- probes ----

@@ -59,6 +59,12 @@ class Request final : public progress::Pending {
   int peer = MPI_PROC_NULL;  // dest or source (may be MPI_ANY_SOURCE)
   int tag = 0;
   match::RecvHandle match_handle;
+  // A receive into a contiguous host buffer (classified when started, as
+  // its buffer cannot change while it is pending): its capacity in bytes
+  // and where the data start, so an eager message is one copy with no
+  // datatype or memory-type question on arrival. -1: the general delivery.
+  std::int64_t host_capacity = -1;
+  MPI_Aint host_lb = 0;
   // MPI_Isendrecv: the send half, completed and released together with us.
   Request *companion = nullptr;
   // The request table's entry of a pooled request (request.cc), ~0 for one

@@ -1,7 +1,8 @@
 /* Derived datatypes on each communicator under test: contiguous, vector
  * (sent strided, received contiguous and back), indexed, a struct with gaps
  * (the gaps of the receive buffer stay untouched), a resized struct array,
- * absolute addresses from MPI_BOTTOM, eager and rendezvous sizes, zero
+ * absolute addresses from MPI_BOTTOM, a contiguous type at an offset
+ * (into a receive posted first and as an unexpected message), eager and rendezvous sizes, zero
  * counts; MPI_Get_count and MPI_Get_elements for whole and partial
  * messages (MPI_UNDEFINED when not a whole number of elements), also after
  * MPI_Probe. Rank 0 sends to rank 1 and back; other ranks only join. Fails
@@ -201,6 +202,49 @@ static void check_types(const tcomm_t *tc) {
       expect_counts(tc, "derived into basic", &st, MPI_INT, 6, 6);
     }
     MPI_Type_free(&tri);
+  }
+
+  /* One block at an offset: 5 ints starting 3 ints in (true lower bound
+   * 12 bytes). Dense, but a struct, so a receive classifies it for the
+   * general delivery, not the direct copy of contiguous and predefined
+   * types: the data land at the offset and the ints around them stay.
+   * Round 0: the receive waits before the
+   * message comes (a token tells the sender to go); round 1: the message
+   * is unexpected (the token comes after it, in order from the same
+   * sender). */
+  {
+    const int lens[1] = {5};
+    const MPI_Aint disps[1] = {3 * (MPI_Aint)sizeof(int)};
+    const MPI_Datatype types[1] = {MPI_INT};
+    MPI_Datatype off;
+    MPI_Type_create_struct(1, lens, disps, types, &off);
+    MPI_Type_commit(&off);
+    for (int round = 0; round < 2; round++) {
+      int buf[10];
+      if (rank == 0) {
+        for (int i = 0; i < 10; i++) buf[i] = 70 + i;
+        if (round == 0) MPI_Recv(NULL, 0, MPI_INT, peer, 8, comm, MPI_STATUS_IGNORE);
+        MPI_Send(buf, 1, off, peer, 7, comm);
+        if (round == 1) MPI_Send(NULL, 0, MPI_INT, peer, 8, comm);
+      } else {
+        for (int i = 0; i < 10; i++) buf[i] = -1;
+        MPI_Request q = MPI_REQUEST_NULL;
+        if (round == 0) {
+          MPI_Irecv(buf, 1, off, peer, 7, comm, &q);
+          MPI_Send(NULL, 0, MPI_INT, peer, 8, comm);
+        } else {
+          MPI_Recv(NULL, 0, MPI_INT, peer, 8, comm, MPI_STATUS_IGNORE);
+          MPI_Irecv(buf, 1, off, peer, 7, comm, &q);
+        }
+        MPI_Wait(&q, &st);
+        expect_counts(tc, round == 0 ? "offset type, posted" : "offset type, unexpected", &st, off, 1, 5);
+        int bad = -1;
+        for (int i = 0; i < 10 && bad < 0; i++)
+          if (buf[i] != (i >= 3 && i < 8 ? 70 + i : -1)) bad = i;
+        MTEST_CHECK(bad < 0, "offset type (round %d) on %s: int %d = %d", round, tc->name, bad, bad < 0 ? 0 : buf[bad]);
+      }
+    }
+    MPI_Type_free(&off);
   }
 
   /* Absolute addresses: two separate arrays in one message from MPI_BOTTOM. */
