@@ -171,11 +171,6 @@ void relock(std::unique_lock<std::mutex> &lock) {
   g_lock_waiters.fetch_sub(1, std::memory_order_relaxed);
 }
 
-std::unique_lock<std::mutex> engine_lock() {
-  std::unique_lock<std::mutex> lock(g_engine_mutex, std::defer_lock);
-  relock(lock);
-  return lock;
-}
 std::mutex &engine_mutex() { return g_engine_mutex; }
 bool receives_pending() { return g_receives_pending.load(std::memory_order_relaxed) > 0; }
 void note_receive_waiting(int delta) { g_receives_pending.fetch_add(delta, std::memory_order_relaxed); }

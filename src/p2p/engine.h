@@ -348,12 +348,18 @@ void progress_wait(std::unique_lock<std::mutex> &lock);
 
 // Serialises the point-to-point engine (MPI_THREAD_MULTIPLE programs call
 // it from many threads). Never held while user code (error handlers) runs.
-std::unique_lock<std::mutex> engine_lock();
 // Takes lock's mutex again, counted as a waiter while it blocks (so that a
 // thread polling with the lock lets go of it).
 void relock(std::unique_lock<std::mutex> &lock);
 // The mutex behind engine_lock(), for a try_lock from the liveness thread.
 std::mutex &engine_mutex();
+// Inline: every intercepted call on a handled communicator takes it, and
+// the lock is free far more often than not.
+inline std::unique_lock<std::mutex> engine_lock() {
+  std::unique_lock<std::mutex> lock(engine_mutex(), std::try_to_lock);
+  if (!lock.owns_lock()) relock(lock);
+  return lock;
+}
 // Whether any posted receive waits in a matcher, or for its sender's part of
 // a split transfer (no lock needed).
 bool receives_pending();

@@ -218,9 +218,17 @@ void request_release(Request *r) {
     entry.owned.reset();
     return;
   }
-  // As destroyed and made fresh (its references dropped now), in place.
-  std::destroy_at(r);
-  ::new (static_cast<void *>(r)) Request();
+  r->recycle();
+}
+
+void Request::recycle() {
+  // In the destructor's order: its body, then the members last to first.
+  if (dtype_owned) PMPI_Type_free(&dtype);
+  staged.reset();
+  eager_copy.reset();
+  scratch.reset();
+  comm.reset();
+  static_cast<RequestFields &>(*this) = RequestFields{};
 }
 
 int request_live() { return g_live.load(std::memory_order_relaxed); }

@@ -38,8 +38,12 @@ class RequestWatcher {
   ~RequestWatcher() = default;
 };
 
-class Request final : public progress::Pending {
- public:
+class Request;
+
+// The plain fields of a request, apart from what it owns: a released
+// request is made fresh by assigning a new set of them and dropping its
+// references (Request::recycle), not by destroying and constructing it.
+struct RequestFields {
   MPI_Request handle = MPI_REQUEST_NULL;
   ReqKind kind = ReqKind::kRecv;
   SendMode mode = SendMode::kStandard;
@@ -49,8 +53,6 @@ class Request final : public progress::Pending {
   bool user_freed = false;  // MPI_Request_free while active: reclaim at completion
   bool inner_busy = false;  // an underlying PMPI request still refers to us
   bool queued = false;      // a receive waiting in the matcher (cancellable)
-
-  std::shared_ptr<P2PComm> comm;
   const void *sbuf = nullptr;
   void *rbuf = nullptr;
   int count = 0;
@@ -70,16 +72,6 @@ class Request final : public progress::Pending {
   // The request table's entry of a pooled request (request.cc), ~0 for one
   // on a caller's stack.
   std::uint32_t table_entry = ~std::uint32_t{0};
-  // MPI_Isendrecv_replace: the send half sends this packed copy of the
-  // buffer the receive half overwrites.
-  std::unique_ptr<char[]> scratch;
-  // An eager send held until its transfer completes: the header and payload
-  // copy the transfer reads.
-  std::unique_ptr<char[]> eager_copy;
-  // A call on a communicator mpix does not handle whose buffer is on the
-  // device, staged through host memory (staged_native.h): its host memory
-  // and the MPI library's request. comm is null then.
-  std::unique_ptr<progress::Pending> staged;
   // st_error went through an error handler already (the MPI library's, as
   // the staged operation failed underneath): completion calls return it
   // without raising it again.
@@ -95,6 +87,21 @@ class Request final : public progress::Pending {
   int st_error = MPI_SUCCESS;
   MPI_Count st_bytes = 0;
   bool st_cancelled = false;
+};
+
+class Request final : public progress::Pending, public RequestFields {
+ public:
+  std::shared_ptr<P2PComm> comm;
+  // MPI_Isendrecv_replace: the send half sends this packed copy of the
+  // buffer the receive half overwrites.
+  std::unique_ptr<char[]> scratch;
+  // An eager send held until its transfer completes: the header and payload
+  // copy the transfer reads.
+  std::unique_ptr<char[]> eager_copy;
+  // A call on a communicator mpix does not handle whose buffer is on the
+  // device, staged through host memory (staged_native.h): its host memory
+  // and the MPI library's request. comm is null then.
+  std::unique_ptr<progress::Pending> staged;
 
   ~Request() override;
   // An underlying transfer for this request completed.
@@ -105,6 +112,9 @@ class Request final : public progress::Pending {
   // MPI_ERROR is written only for calls returning an array of statuses:
   // single-status calls leave it as it was (MPI-4 3.2.5).
   void write_status(MPI_Status *status, bool with_error = false) const;
+  // As destroyed and made anew, in place: references dropped, every field
+  // as a new request's.
+  void recycle();
 };
 
 // Creates a request with a pooled handle; owned by the table.
