@@ -31,6 +31,10 @@
  *            larger sizes (default 67108864)
  *   -w       control: plain MPI_Comm_dup, no assertions
  *   -x       use MPIX_Comm_dup_nowildcard when the running library has it
+ *   -s       after each size, where each rank's streaming time went, in ns
+ *            per message: posting the window, its MPI_Waitall, the
+ *            window's acknowledgement (the rank that waits less sets the
+ *            rate)
  *   -o FILE  write CSV to FILE
  *   -l LABEL label in the CSV (default: native or mpix)
  */
@@ -74,23 +78,43 @@ static double pingpong(MPI_Comm comm, int rank, char *sbuf, char *rbuf, int size
 }
 
 /* windows of w messages, each acknowledged; returns seconds on rank 0 */
+/* -s: where each rank's streaming time goes, summed over the timed windows:
+ * posting the window (MPI_Isend or MPI_Irecv calls), its MPI_Waitall, and
+ * the window's acknowledgement. A rank whose Waitall is short keeps up;
+ * the other one sets the rate. */
+static int split_times;
+static double split_post, split_wait, split_ack;
+static long split_msgs;
+
 static double stream(MPI_Comm comm, int rank, char *sbuf, char *rbuf, int size, int w,
                      long loops, MPI_Request *reqs)
 {
     CHECK(MPI_Barrier(comm));
     double t0 = MPI_Wtime();
     for (long l = 0; l < loops; l++) {
+        double ta = split_times ? MPI_Wtime() : 0, tb = 0, tc = 0;
         if (rank == 0) {
             for (int k = 0; k < w; k++)
                 CHECK(MPI_Isend(sbuf, size, MPI_BYTE, 1, TAG_DATA, comm, &reqs[k]));
+            if (split_times) tb = MPI_Wtime();
             CHECK(MPI_Waitall(w, reqs, MPI_STATUSES_IGNORE));
+            if (split_times) tc = MPI_Wtime();
             CHECK(MPI_Recv(NULL, 0, MPI_BYTE, 1, TAG_ACK, comm, MPI_STATUS_IGNORE));
         } else {
             for (int k = 0; k < w; k++)
                 CHECK(MPI_Irecv(rbuf + (size_t)k * size, size, MPI_BYTE, 0, TAG_DATA, comm,
                                 &reqs[k]));
+            if (split_times) tb = MPI_Wtime();
             CHECK(MPI_Waitall(w, reqs, MPI_STATUSES_IGNORE));
+            if (split_times) tc = MPI_Wtime();
             CHECK(MPI_Send(NULL, 0, MPI_BYTE, 0, TAG_ACK, comm));
+        }
+        if (split_times) {
+            const double td = MPI_Wtime();
+            split_post += tb - ta;
+            split_wait += tc - tb;
+            split_ack += td - tc;
+            split_msgs += w;
         }
     }
     return MPI_Wtime() - t0;
@@ -151,7 +175,7 @@ int main(int argc, char **argv)
     MPI_Comm_size(MPI_COMM_WORLD, &nranks);
 
     int opt, bad = 0;
-    while ((opt = getopt(argc, argv, "m:M:r:i:b:wxo:l:h")) != -1) {
+    while ((opt = getopt(argc, argv, "m:M:r:i:b:wxso:l:h")) != -1) {
         switch (opt) {
         case 'm': smin = atol(optarg); break;
         case 'M': smax = atol(optarg); break;
@@ -160,6 +184,7 @@ int main(int argc, char **argv)
         case 'b': budget = atol(optarg); break;
         case 'w': plain = 1; break;
         case 'x': use_mpix_dup = 1; break;
+        case 's': split_times = 1; break;
         case 'o': csv = optarg; break;
         case 'l': label = optarg; break;
         default: bad = 1;
@@ -169,7 +194,7 @@ int main(int argc, char **argv)
         maxit < 1 || budget < 1) {
         if (rank == 0)
             fprintf(stderr,
-                    "usage: mpiexec -n 2 %s [-m MIN] [-M MAX] [-r R] [-i N] [-b B] [-w] [-x] "
+                    "usage: mpiexec -n 2 %s [-m MIN] [-M MAX] [-r R] [-i N] [-b B] [-w] [-x] [-s] "
                     "[-o CSV] [-l LABEL]\n",
                     argv[0]);
         MPI_Finalize();
@@ -239,9 +264,24 @@ int main(int argc, char **argv)
         stream(comm, rank, sbuf, rbuf, size, w, 1, reqs); /* warm-up */
         if (rank == 1)
             errors += check(rbuf, w, s);
+        split_post = split_wait = split_ack = 0;
+        split_msgs = 0;
         for (int r = 0; r < reps; r++)
             bw[r] = (double)s * w * loops / stream(comm, rank, sbuf, rbuf, size, w, loops, reqs) /
                     1e6;
+        if (split_times) {
+            double mine[3] = {split_post, split_wait, split_ack}, theirs[3];
+            const double per = split_msgs > 0 ? 1e9 / (double)split_msgs : 0;
+            if (rank == 1)
+                CHECK(MPI_Send(mine, 3, MPI_DOUBLE, 0, TAG_ACK, comm));
+            else {
+                CHECK(MPI_Recv(theirs, 3, MPI_DOUBLE, 1, TAG_ACK, comm, MPI_STATUS_IGNORE));
+                printf("# stream split %ld B, ns per message: sender post %.1f wait %.1f ack %.1f | "
+                       "receiver post %.1f wait %.1f ack %.1f\n",
+                       s, mine[0] * per, mine[1] * per, mine[2] * per, theirs[0] * per,
+                       theirs[1] * per, theirs[2] * per);
+            }
+        }
         memset(rbuf, 0, (size_t)s * w);
         bistream(comm, rank, sbuf, rbuf, size, w, 1, reqs); /* warm-up */
         errors += check(rbuf, w, s);
