@@ -155,11 +155,18 @@ int pass_imrecv(void *buf, int count, MPI_Datatype dtype, MPI_Message *message, 
   return PMPI_Imrecv(buf, count, dtype, message, request);
 }
 
-// Starts the delivery of a message taken by Mprobe into r.
-int start_matched(Request *r, Message &m) {
+// Starts the delivery of a message taken by Mprobe into r: a pooled request
+// holds the communicator; one on the caller's stack (keep set) borrows it,
+// *keep holding it until the caller is done.
+int start_matched(Request *r, Message &m, std::shared_ptr<P2PComm> *keep = nullptr) {
   auto c = m.comm.lock();
   if (!c) return MPI_ERR_COMM;
-  r->comm = c->self();
+  if (keep != nullptr) {
+    r->comm.borrow(c.get());
+    *keep = c;
+  } else {
+    r->comm.hold(c.get());
+  }
   c->op_started();
   c->deliver(r, m);
   return MPI_SUCCESS;
@@ -176,12 +183,13 @@ MPIX_INTERCEPT int MPI_Mrecv(void *buf, int count, MPI_Datatype dtype, MPI_Messa
     return pass_mrecv(buf, count, dtype, message, status);
   }
   *message = MPI_MESSAGE_NULL;
+  std::shared_ptr<P2PComm> keep;  // the communicator r borrows: outlives r
   Request r;
   r.kind = ReqKind::kRecv;
   r.rbuf = buf;
   r.count = count;
   r.dtype = dtype;
-  int rc = start_matched(&r, *m);
+  int rc = start_matched(&r, *m, &keep);
   if (rc == MPI_SUCCESS) {
     while (!r.complete || r.inner_busy) progress_wait(lock);
     r.write_status(status);

@@ -18,7 +18,7 @@ int blocking_recv(void *buf, int count, MPI_Datatype dtype, int source, int tag,
                   P2PComm *c, MPI_Status *status, std::unique_lock<std::mutex> &lock) {
   Request r;
   r.kind = ReqKind::kRecv;
-  r.comm = c->self();
+  r.comm.borrow(c);  // the call holds comm
   r.rbuf = buf;
   r.count = count;
   r.dtype = dtype;
@@ -146,7 +146,7 @@ MPIX_INTERCEPT int MPI_Sendrecv(const void *sendbuf, int sendcount, MPI_Datatype
   // on us; the blocking send progresses it.
   Request r;
   r.kind = ReqKind::kRecv;
-  r.comm = c->self();
+  r.comm.borrow(c);  // the call holds comm
   r.rbuf = recvbuf;
   r.count = recvcount;
   r.dtype = recvtype;

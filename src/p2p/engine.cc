@@ -26,8 +26,12 @@ namespace {
 
 P2PConfig g_config;
 // Posted receives queued in any communicator's matcher; read without the
-// engine lock by the liveness thread.
+// engine lock by the liveness thread. Written only under the engine lock,
+// so a load and a store, not a locked read-modify-write (two per receive).
 std::atomic<long> g_receives_pending{0};
+void add_receives_pending(long delta) {
+  g_receives_pending.store(g_receives_pending.load(std::memory_order_relaxed) + delta, std::memory_order_relaxed);
+}
 constexpr unsigned kPollsBeforeYield = 32;
 // A waiting thread lets go of the engine lock after every idle poll only
 // while another thread waits for it (and once per this many polls anyway,
@@ -173,7 +177,7 @@ void relock(std::unique_lock<std::mutex> &lock) {
 
 std::mutex &engine_mutex() { return g_engine_mutex; }
 bool receives_pending() { return g_receives_pending.load(std::memory_order_relaxed) > 0; }
-void note_receive_waiting(int delta) { g_receives_pending.fetch_add(delta, std::memory_order_relaxed); }
+void note_receive_waiting(int delta) { add_receives_pending(delta); }
 
 namespace {
 // What detached communicators' matchers did (under the engine lock).
@@ -199,12 +203,12 @@ MatchTotals match_totals() {
 
 void P2PComm::receive_queued() {
   ++receives_waiting_;
-  g_receives_pending.fetch_add(1, std::memory_order_relaxed);
+  add_receives_pending(1);
 }
 
 void P2PComm::receive_unqueued() {
   --receives_waiting_;
-  g_receives_pending.fetch_sub(1, std::memory_order_relaxed);
+  add_receives_pending(-1);
 }
 
 P2PComm::P2PComm(const Hints &hints) : hint_bits_(hints.bits()) {}
@@ -815,7 +819,7 @@ void P2PComm::detach() {
   if (!handled_) return;
   handled_ = false;
   detach_requested_ = false;
-  g_receives_pending.fetch_sub(static_cast<long>(receives_waiting_), std::memory_order_relaxed);
+  add_receives_pending(-static_cast<long>(receives_waiting_));
   receives_waiting_ = 0;
   // Messages nobody received (erroneous, or cancelled work): reclaim, and
   // let the transport drop what it keeps for them.

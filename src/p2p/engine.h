@@ -177,6 +177,16 @@ class P2PComm final : public CommState, public progress::ArrivalSink {
   std::unique_ptr<Message> take(int source, int tag);
 
   // Requests of this communicator still running (free/disconnect wait).
+  // Requests holding this communicator (CommRef), counted under the engine
+  // lock; while any do, it holds a reference to itself, taken on the first
+  // and dropped with the last (which may destroy it: the caller touches
+  // nothing of it after).
+  void request_hold() {
+    if (request_holds_++ == 0) held_by_requests_ = self();
+  }
+  void request_unhold() {
+    if (--request_holds_ == 0) std::shared_ptr<P2PComm> last = std::move(held_by_requests_);
+  }
   int live_ops() const { return live_ops_; }
   void op_started() { ++live_ops_; }
   // The last operation of a freed communicator ends inside a completion
@@ -311,6 +321,8 @@ class P2PComm final : public CommState, public progress::ArrivalSink {
   std::vector<int> next_data_tag_;
   int data_tag_limit_ = 32767;
   int live_ops_ = 0;
+  std::size_t request_holds_ = 0;
+  std::shared_ptr<P2PComm> held_by_requests_;
   bool freed_ = false;
   bool detach_requested_ = false;
   // Region entries not matched yet (cookies: Message*, Request*), in order.

@@ -115,6 +115,15 @@ void hold_datatype(Request *r, MPI_Datatype dtype) {
 
 }  // namespace
 
+void CommRef::hold(P2PComm *c) {
+  reset();
+  c->request_hold();
+  c_ = c;
+  counted_ = true;
+}
+
+void CommRef::release() { c_->request_unhold(); }
+
 Request::~Request() {
   if (dtype_owned) PMPI_Type_free(&dtype);
 }
@@ -122,7 +131,7 @@ Request::~Request() {
 void init_request(Request *r, P2PComm *c, const void *sbuf, void *rbuf, int count,
                   MPI_Datatype dtype, int peer, int tag) {
   // (No communicator: MPI_Imrecv, whose message names it, sets it later.)
-  if (c != nullptr) r->comm = c->self();
+  if (c != nullptr) r->comm.hold(c);
   r->sbuf = sbuf;
   r->rbuf = rbuf;
   r->count = count;

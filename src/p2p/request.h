@@ -40,6 +40,39 @@ class RequestWatcher {
 
 class Request;
 
+// A request's hold on its communicator. Made and dropped under the engine
+// lock, as requests are, so it is a plain count on the communicator, which
+// holds a reference to itself while any request holds it
+// (P2PComm::request_hold): no atomic operation per request (a shared_ptr
+// took two, one when the request was made and one when it was released).
+// borrow(): a request on a caller's stack whose call holds the
+// communicator anyway; not counted.
+class CommRef {
+ public:
+  CommRef() = default;
+  CommRef(const CommRef &) = delete;
+  CommRef &operator=(const CommRef &) = delete;
+  ~CommRef() { reset(); }
+  void hold(P2PComm *c);
+  void borrow(P2PComm *c) {
+    reset();
+    c_ = c;
+  }
+  void reset() {
+    if (c_ != nullptr && counted_) release();
+    c_ = nullptr;
+    counted_ = false;
+  }
+  P2PComm *get() const { return c_; }
+  P2PComm *operator->() const { return c_; }
+  explicit operator bool() const { return c_ != nullptr; }
+
+ private:
+  void release();
+  P2PComm *c_ = nullptr;
+  bool counted_ = false;
+};
+
 // The plain fields of a request, apart from what it owns: a released
 // request is made fresh by assigning a new set of them and dropping its
 // references (Request::recycle), not by destroying and constructing it.
@@ -91,7 +124,7 @@ struct RequestFields {
 
 class Request final : public progress::Pending, public RequestFields {
  public:
-  std::shared_ptr<P2PComm> comm;
+  CommRef comm;
   // MPI_Isendrecv_replace: the send half sends this packed copy of the
   // buffer the receive half overwrites.
   std::unique_ptr<char[]> scratch;
