@@ -17,7 +17,7 @@ struct TransportOps {
   // Collective over MPI_COMM_WORLD; false with the reason in why.
   bool (*start)(const TransportConfig &config, char *why, std::size_t why_len);
   // *out stays empty where the pmpi link must carry the communicator.
-  int (*create_link)(const LinkParams &params, std::unique_lock<std::mutex> &lock, std::unique_ptr<Link> *out);
+  int (*create_link)(const LinkParams &params, EngineLock &lock, std::unique_ptr<Link> *out);
   int (*poll)();
   bool (*busy)();
   TransportCounts (*counts)();
@@ -32,7 +32,7 @@ struct TransportOps {
 // below, whichever transport is active).
 bool yes() { return true; }
 bool pmpi_start(const TransportConfig &, char *, std::size_t) { return true; }
-int no_link(const LinkParams &, std::unique_lock<std::mutex> &, std::unique_ptr<Link> *) { return MPI_SUCCESS; }
+int no_link(const LinkParams &, EngineLock &, std::unique_ptr<Link> *) { return MPI_SUCCESS; }
 int nothing_polled() { return 0; }
 bool idle() { return false; }
 TransportCounts no_counts() { return {}; }
@@ -92,7 +92,7 @@ const char *transports_built() {
   return "pmpi";
 }
 
-int link_create(const LinkParams &params, std::unique_lock<std::mutex> &lock, std::unique_ptr<Link> *out) {
+int link_create(const LinkParams &params, EngineLock &lock, std::unique_ptr<Link> *out) {
   const int rc = g_active->create_link(params, lock, out);
   if (rc != MPI_SUCCESS) return rc;
   if (!*out) *out = std::make_unique<PmpiLink>(params, g_config);

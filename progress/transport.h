@@ -30,6 +30,7 @@
 #include <mutex>
 #include <string>
 
+#include "engine_mutex.h"
 #include "inflight.h"
 #include "transport_kind.h"
 #include "wire.h"
@@ -175,7 +176,7 @@ struct LinkParams {
 // this process's progress meanwhile). A communicator whose members the
 // selected transport cannot reach (processes of another MPI_COMM_WORLD)
 // gets a pmpi link.
-int link_create(const LinkParams &params, std::unique_lock<std::mutex> &lock, std::unique_ptr<Link> *out);
+int link_create(const LinkParams &params, EngineLock &lock, std::unique_ptr<Link> *out);
 
 // One progress step of the transport (all links): returns events handled.
 int transport_poll();

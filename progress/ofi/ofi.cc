@@ -23,7 +23,7 @@ bool start(const TransportConfig &config, char *why, std::size_t why_len) {
 bool running() { return g_ofi != nullptr; }
 const char *provider() { return g_ofi ? g_ofi->provider() : ""; }
 
-int create_link(const LinkParams &params, std::unique_lock<std::mutex> &lock, std::unique_ptr<Link> *out) {
+int create_link(const LinkParams &params, EngineLock &lock, std::unique_ptr<Link> *out) {
   return g_ofi ? create_link(*g_ofi, params, lock, out) : MPI_SUCCESS;
 }
 

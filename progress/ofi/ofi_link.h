@@ -65,7 +65,7 @@ class OfiLink final : public LinkCore<Fabric> {
 // with the engine lock held, released during the exchange). *out stays
 // empty when a member is outside MPI_COMM_WORLD (another job's process):
 // the caller falls back to the pmpi transport, as every member does.
-int create_link(Fabric &f, const LinkParams &params, std::unique_lock<std::mutex> &lock, std::unique_ptr<Link> *out);
+int create_link(Fabric &f, const LinkParams &params, EngineLock &lock, std::unique_ptr<Link> *out);
 
 }  // namespace mpix::progress::ofi
 

@@ -14,7 +14,7 @@ bool start(const TransportConfig &, char *why, std::size_t why_len) {
 
 bool running() { return false; }
 const char *provider() { return ""; }
-int create_link(const LinkParams &, std::unique_lock<std::mutex> &, std::unique_ptr<Link> *) { return MPI_SUCCESS; }
+int create_link(const LinkParams &, EngineLock &, std::unique_ptr<Link> *) { return MPI_SUCCESS; }
 int poll() { return 0; }
 bool busy() { return false; }
 TransportCounts counts() { return {}; }

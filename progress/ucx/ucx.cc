@@ -28,7 +28,7 @@ bool start(const TransportConfig &config, char *why, std::size_t why_len) {
 
 bool running() { return g_ucx != nullptr; }
 
-int create_link(const LinkParams &params, std::unique_lock<std::mutex> &lock, std::unique_ptr<Link> *out) {
+int create_link(const LinkParams &params, EngineLock &lock, std::unique_ptr<Link> *out) {
   return g_ucx ? create_link(*g_ucx, params, lock, out) : MPI_SUCCESS;
 }
 

@@ -18,7 +18,7 @@ bool start(const TransportConfig &config, char *why, std::size_t why_len);
 bool running();
 // Collective over params.user; *out stays empty when the pmpi transport
 // must carry this communicator.
-int create_link(const LinkParams &params, std::unique_lock<std::mutex> &lock, std::unique_ptr<Link> *out);
+int create_link(const LinkParams &params, EngineLock &lock, std::unique_ptr<Link> *out);
 int poll();
 bool busy();
 TransportCounts counts();

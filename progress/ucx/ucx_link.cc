@@ -384,7 +384,7 @@ struct Card {
 
 }  // namespace
 
-int create_link(Worker &w, const LinkParams &params, std::unique_lock<std::mutex> &lock, std::unique_ptr<Link> *out) {
+int create_link(Worker &w, const LinkParams &params, EngineLock &lock, std::unique_ptr<Link> *out) {
   int rank = 0;
   PMPI_Comm_rank(params.user, &rank);
   const std::vector<int> world = world_ranks(params.user);

@@ -60,7 +60,7 @@ class UcxLink final : public LinkCore<Worker> {
 // with the engine lock held, released during the exchange). *out stays
 // empty when a member is outside MPI_COMM_WORLD (another job's process):
 // the caller falls back to the pmpi transport, as every member does.
-int create_link(Worker &w, const LinkParams &params, std::unique_lock<std::mutex> &lock, std::unique_ptr<Link> *out);
+int create_link(Worker &w, const LinkParams &params, EngineLock &lock, std::unique_ptr<Link> *out);
 
 }  // namespace mpix::progress::ucx
 

@@ -15,7 +15,7 @@ namespace {
 
 // A receive nobody else can see: lives on the caller's stack until complete.
 int blocking_recv(void *buf, int count, MPI_Datatype dtype, int source, int tag, MPI_Comm comm,
-                  P2PComm *c, MPI_Status *status, std::unique_lock<std::mutex> &lock) {
+                  P2PComm *c, MPI_Status *status, progress::EngineLock &lock) {
   Request r;
   r.kind = ReqKind::kRecv;
   r.comm.borrow(c);  // the call holds comm

@@ -48,7 +48,7 @@ constexpr unsigned kPollsPerMpiNudge = 128;
 // MPI_Finalize's drain gives up after this long without any change (a
 // message to a communicator its receiver freed never lands).
 constexpr auto kDrainPatience = std::chrono::seconds(2);
-std::mutex g_engine_mutex;
+progress::EngineMutex g_engine_mutex;
 // Threads blocked in engine_lock() (or relock()) right now.
 std::atomic<int> g_lock_waiters{0};
 // relock(): pauses between two tries of the lock (a try is an atomic
@@ -158,7 +158,7 @@ void Message::operator delete(void *p) noexcept {
 const P2PConfig &p2p_config() { return g_config; }
 void p2p_configure(const P2PConfig &c) { g_config = c; }
 
-void relock(std::unique_lock<std::mutex> &lock) {
+void relock(progress::EngineLock &lock) {
   if (lock.try_lock()) return;
   g_lock_waiters.fetch_add(1, std::memory_order_relaxed);
   // The holder lets go within a poll or a call, well under a microsecond.
@@ -175,7 +175,7 @@ void relock(std::unique_lock<std::mutex> &lock) {
   g_lock_waiters.fetch_sub(1, std::memory_order_relaxed);
 }
 
-std::mutex &engine_mutex() { return g_engine_mutex; }
+progress::EngineMutex &engine_mutex() { return g_engine_mutex; }
 bool receives_pending() { return g_receives_pending.load(std::memory_order_relaxed) > 0; }
 void note_receive_waiting(int delta) { add_receives_pending(delta); }
 
@@ -217,7 +217,7 @@ P2PComm::P2PComm(const Hints &hints) : hint_bits_(hints.bits()) {}
 // the last reference goes, nothing is left to tear down.
 P2PComm::~P2PComm() = default;
 
-int P2PComm::attach(MPI_Comm comm, bool wildcards, std::unique_lock<std::mutex> &lock) {
+int P2PComm::attach(MPI_Comm comm, bool wildcards, progress::EngineLock &lock) {
   // Collectives without the engine lock: a peer may need this process to
   // progress meanwhile (a rendezvous it started before creating comm).
   lock.unlock();
@@ -631,7 +631,7 @@ void P2PComm::deliver_single_copy(Request *r, Message &m) {
 }
 
 bool P2PComm::transmit_single_copy(const void *buf, int count, MPI_Datatype dtype, const Layout &l, int dest,
-                                   int tag, SendMode mode, Request *r, std::unique_lock<std::mutex> *lock, int *rc) {
+                                   int tag, SendMode mode, Request *r, progress::EngineLock *lock, int *rc) {
   const std::size_t bytes = static_cast<std::size_t>(l.bytes);
   const int world = world_[static_cast<std::size_t>(dest)];
   if (mode == SendMode::kBuffered || !link_->eager_sync() || !progress::single_copy_to(world, bytes)) return false;
@@ -714,7 +714,7 @@ std::unique_ptr<Message> P2PComm::take(int source, int tag) {
 }
 
 int P2PComm::send(const void *buf, int count, MPI_Datatype dtype, int dest, int tag, SendMode mode,
-                  std::unique_lock<std::mutex> &lock) {
+                  progress::EngineLock &lock) {
   return transmit(buf, count, dtype, dest, tag, mode, nullptr, &lock);
 }
 
@@ -725,7 +725,7 @@ int P2PComm::start_send(Request *r) {
 }
 
 int P2PComm::transmit(const void *buf, int count, MPI_Datatype dtype, int dest, int tag, SendMode mode,
-                      Request *r, std::unique_lock<std::mutex> *lock, PayloadLife life) {
+                      Request *r, progress::EngineLock *lock, PayloadLife life) {
   int gpu_rc = MPI_SUCCESS;
   if (gpu_transmit(*this, buf, count, dtype, dest, tag, mode, r, lock, &gpu_rc)) return gpu_rc;
   const Layout l = layout_of(dtype, count);
@@ -863,7 +863,7 @@ void P2PComm::release_when_idle() {
   if (live_ops_ == 0) detach();
 }
 
-void drain(std::unique_lock<std::mutex> &lock) {
+void drain(progress::EngineLock &lock) {
   using Clock = std::chrono::steady_clock;
   auto stalled_since = Clock::now();
   std::uint64_t last[3] = {~0ull, ~0ull, ~0ull};
@@ -947,7 +947,7 @@ int progress_poll() {
   return n;
 }
 
-void progress_wait(std::unique_lock<std::mutex> &lock) {
+void progress_wait(progress::EngineLock &lock) {
   // Polls in a row that found nothing: a yield costs a system call, which
   // at small-message latencies is most of a round trip, so the first few
   // idle polls only let other threads of this process take the lock.

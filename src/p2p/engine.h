@@ -19,6 +19,7 @@
 #include "hints.h"
 #include "match/matcher.h"
 #include "progress/datatype.h"
+#include "progress/engine_mutex.h"
 #include "progress/inflight.h"
 #include "request.h"
 #include "src/comm_table.h"
@@ -117,7 +118,7 @@ class P2PComm final : public CommState, public progress::ArrivalSink {
   // Makes comm handled: shadow communicators and the transport's link
   // (collective over comm; lock: the engine lock, held on return, released
   // during the collectives). wildcards: whether receives may use them.
-  int attach(MPI_Comm comm, bool wildcards, std::unique_lock<std::mutex> &lock);
+  int attach(MPI_Comm comm, bool wildcards, progress::EngineLock &lock);
 
   // Hints and the region flag are written under the engine lock but read
   // without it (argument checks before the lock is taken): atomics.
@@ -157,7 +158,7 @@ class P2PComm final : public CommState, public progress::ArrivalSink {
   // Blocking: returns when the send buffer may be reused (and, for kSync,
   // when the receive started). MPI error code.
   int send(const void *buf, int count, MPI_Datatype dtype, int dest, int tag, SendMode mode,
-           std::unique_lock<std::mutex> &lock);
+           progress::EngineLock &lock);
   // Starts r (kind kSend, fields filled).
   int start_send(Request *r);
 
@@ -234,11 +235,11 @@ class P2PComm final : public CommState, public progress::ArrivalSink {
   // life: how long (buf, count, dtype) stays valid (progress/transport.h,
   // "Payload lifetimes").
   int transmit(const void *buf, int count, MPI_Datatype dtype, int dest, int tag, SendMode mode, Request *r,
-               std::unique_lock<std::mutex> *lock, PayloadLife life = PayloadLife::kUntilComplete);
+               progress::EngineLock *lock, PayloadLife life = PayloadLife::kUntilComplete);
   // A rendezvous-size send to a process of this node that reads it itself
   // (progress/single_copy.h); false when this one cannot go so.
   bool transmit_single_copy(const void *buf, int count, MPI_Datatype dtype, const progress::Layout &l, int dest,
-                            int tag, SendMode mode, Request *r, std::unique_lock<std::mutex> *lock, int *rc);
+                            int tag, SendMode mode, Request *r, progress::EngineLock *lock, int *rc);
   // Receiver: reads a kSingleCopy message into r, then acknowledges it.
   void deliver_single_copy(Request *r, Message &m);
   // The stderr line of a failed single-copy read (the receive then returns
@@ -342,7 +343,7 @@ class P2PComm final : public CommState, public progress::ArrivalSink {
 // MPI_Finalize, before requests go: progresses until no message is on its
 // way anywhere (collective over MPI_COMM_WORLD), so that freed requests,
 // buffered sends and the receives that wait for them finish.
-void drain(std::unique_lock<std::mutex> &lock);
+void drain(progress::EngineLock &lock);
 // Detaches every handled communicator (MPI_Finalize).
 void detach_all();
 
@@ -356,19 +357,19 @@ P2PComm *p2p_find_raw(MPI_Comm comm);
 int progress_poll();
 // progress() plus, when nothing happened, a pause with the engine lock
 // released (other threads progress; oversubscribed cores get a turn).
-void progress_wait(std::unique_lock<std::mutex> &lock);
+void progress_wait(progress::EngineLock &lock);
 
 // Serialises the point-to-point engine (MPI_THREAD_MULTIPLE programs call
 // it from many threads). Never held while user code (error handlers) runs.
 // Takes lock's mutex again, counted as a waiter while it blocks (so that a
 // thread polling with the lock lets go of it).
-void relock(std::unique_lock<std::mutex> &lock);
+void relock(progress::EngineLock &lock);
 // The mutex behind engine_lock(), for a try_lock from the liveness thread.
-std::mutex &engine_mutex();
+progress::EngineMutex &engine_mutex();
 // Inline: every intercepted call on a handled communicator takes it, and
 // the lock is free far more often than not.
-inline std::unique_lock<std::mutex> engine_lock() {
-  std::unique_lock<std::mutex> lock(engine_mutex(), std::try_to_lock);
+inline progress::EngineLock engine_lock() {
+  progress::EngineLock lock(engine_mutex(), std::try_to_lock);
   if (!lock.owns_lock()) relock(lock);
   return lock;
 }

@@ -32,7 +32,7 @@ struct GpuAccess {
   static int world(const P2PComm &c, int rank) { return c.world_[static_cast<std::size_t>(rank)]; }
   // Sends bytes of a scratch buffer that the next send reuses.
   static int transmit_scratch(P2PComm &c, const char *bytes, std::size_t n, int dest, int tag, SendMode mode,
-                              Request *r, std::unique_lock<std::mutex> *lock) {
+                              Request *r, progress::EngineLock *lock) {
     return c.transmit(bytes, static_cast<int>(n), MPI_BYTE, dest, tag, mode, r, lock, PayloadLife::kDuringCall);
   }
   // A GPU protocol message (a rendezvous envelope and its descriptor, the

@@ -97,7 +97,7 @@ const GpuConfig &gpu_config();
 // when no device memory is involved.
 // P2PComm::transmit: sends from a device buffer; *rc is the MPI error code.
 bool gpu_transmit(P2PComm &c, const void *buf, int count, MPI_Datatype dtype, int dest, int tag, SendMode mode,
-                  Request *r, std::unique_lock<std::mutex> *lock, int *rc);
+                  Request *r, progress::EngineLock *lock, int *rc);
 // P2PComm::deliver: a GPU rendezvous, or any message for a device buffer.
 bool gpu_deliver(P2PComm &c, Request *r, Message &m);
 // P2PComm::keep_arrival: an unexpected GPU rendezvous keeps its

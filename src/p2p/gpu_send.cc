@@ -231,7 +231,7 @@ std::array<unsigned char, device::kIpcHandleBytes> *exported_handle(const device
 // answered, after its match, so it serves every send mode but buffered.
 int gpu_rendezvous(P2PComm &c, const void *buf, int count, MPI_Datatype dtype, const Layout &l,
                    const device::PtrInfo &info, int dest, int tag, bool bufferable, Request *r,
-                   std::unique_lock<std::mutex> *lock) {
+                   progress::EngineLock *lock) {
   auto op = std::make_unique<SendOp>();
   op->comm = c.self();
   op->dest = dest;
@@ -301,7 +301,7 @@ int gpu_rendezvous(P2PComm &c, const void *buf, int count, MPI_Datatype dtype, c
 // path (one short D2H copy beats any handshake at these sizes).
 int gpu_eager(P2PComm &c, const void *buf, int count, MPI_Datatype dtype, const Layout &l,
               const device::PtrInfo &info, int dest, int tag, SendMode mode, Request *r,
-              std::unique_lock<std::mutex> *lock) {
+              progress::EngineLock *lock) {
   const std::size_t bytes = static_cast<std::size_t>(l.bytes);
   // Pinned once, at the eager limit; larger (buffered) sends use pageable
   // memory rather than pinning per message.
@@ -357,7 +357,7 @@ void gpu_detail::reply_arrival(P2PComm &c, const progress::Arrival &a) {
 }
 
 bool gpu_transmit(P2PComm &c, const void *buf, int count, MPI_Datatype dtype, int dest, int tag, SendMode mode,
-                  Request *r, std::unique_lock<std::mutex> *lock, int *rc) {
+                  Request *r, progress::EngineLock *lock, int *rc) {
   if (count == 0 || !device::is_device(buf)) return false;
   const Layout l = layout_of(dtype, count);
   if (l.bytes == 0) return false;

@@ -74,7 +74,7 @@ void run() {
     lock.unlock();
     {
       // Never wait for the engine: whoever holds it is progressing.
-      std::unique_lock<std::mutex> engine(engine_mutex(), std::try_to_lock);
+      progress::EngineLock engine(engine_mutex(), std::try_to_lock);
       if (engine.owns_lock()) {
         progress_poll();
         last_polls = g_polls.load(std::memory_order_relaxed);  // not the application's
