@@ -4,8 +4,9 @@
 // A test-and-set lock: taking it is one atomic exchange and letting go one
 // release store, where std::mutex's unlock is a second locked instruction
 // (it must learn whether a sleeper needs a futex wake). The price is that a
-// thread that finds it taken never sleeps in the kernel: it spins, then
-// yields its core, then naps briefly (oversubscribed cores still progress).
+// thread that finds it taken never sleeps in the kernel on it: after the
+// engine's spin (relock, MPIX_LOCK_SPINS) it yields its core, then naps
+// briefly (oversubscribed cores still progress).
 #ifndef MPIX_PROGRESS_ENGINE_MUTEX_H
 #define MPIX_PROGRESS_ENGINE_MUTEX_H
 

@@ -346,9 +346,9 @@ const ConfigVar kVars[] = {
         "16-byte head, 56-byte envelope and payload need",
         multiple_of<&Config::shm_ring_slot_bytes, 64, 1L << 16, 64>()),
     row("MPIX_LOCK_SPINS", "32", "0 .. 1048576",
-        "tries (four pause instructions apart) a thread makes for mpix's engine lock before it sleeps on it; 0: "
-        "sleep at once. Threads receiving side by side hand the lock over in well under a microsecond, a sleep and "
-        "wake-up costs microseconds",
+        "tries (four pause instructions apart) a thread makes for mpix's engine lock before it yields its core (and, "
+        "after 64 yields, naps 20 us at a time); 0: yield at once. Threads receiving side by side hand the lock over "
+        "in well under a microsecond, giving the core up costs microseconds",
         integer<&Config::lock_spins, 0, 1L << 20>()),
     row("MPIX_LINK_CHECK", "off", "off or defer",
         "testing: defer: every eager send handed to the transport with a completion is held and its payload read "

@@ -162,10 +162,10 @@ void relock(progress::EngineLock &lock) {
   if (lock.try_lock()) return;
   g_lock_waiters.fetch_add(1, std::memory_order_relaxed);
   // The holder lets go within a poll or a call, well under a microsecond.
-  // A thread that sleeps on the mutex instead costs a futex wait and its
-  // waker a futex wake, microseconds each: threads receiving side by side
-  // convoyed so (four at 0.29x of one thread's rate, bench_threads). A
-  // bounded spin first; past it, a thread sleeps (oversubscribed cores).
+  // A thread that gives its core up instead costs microseconds (with a
+  // futex sleep, threads receiving side by side convoyed: four at 0.29x of
+  // one thread's rate, bench_threads). A bounded spin first; past it, the
+  // lock yields the core, then naps (oversubscribed cores).
   bool got = false;
   for (int i = 0; i < g_config.lock_spins && !got; ++i) {
     for (int k = 0; k < kPausesPerLockTry; ++k) cpu_relax();

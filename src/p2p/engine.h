@@ -405,7 +405,7 @@ struct P2PConfig {
   // and sender (0: never); MPIX_SINGLE_COPY_SPLIT.
   std::size_t split_min = 0;
   int verbose = 0;  // MPIX_VERBOSE
-  // Tries of the engine lock before a thread sleeps on it; MPIX_LOCK_SPINS.
+  // Tries of the engine lock before a thread yields its core; MPIX_LOCK_SPINS.
   int lock_spins = 0;
 };
 const P2PConfig &p2p_config();
