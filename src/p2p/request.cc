@@ -116,8 +116,9 @@ void hold_datatype(Request *r, MPI_Datatype dtype) {
 }  // namespace
 
 void CommRef::hold(P2PComm *c) {
-  reset();
+  // Counted before the old hold goes: were it c's last, c would go with it.
   c->request_hold();
+  reset();
   c_ = c;
   counted_ = true;
 }

@@ -173,3 +173,15 @@ test_unit_test_shm_ring_CPPFLAGS = $(GTEST_CPPFLAGS) $(MPI_CPPFLAGS) -I$(top_src
 test_unit_test_shm_ring_CXXFLAGS = $(MPIX_CXXFLAGS) $(MPIX_MATCH_SANITIZE)
 test_unit_test_shm_ring_LDFLAGS = $(MPIX_MATCH_SANITIZE) -pthread
 test_unit_test_shm_ring_LDADD = $(GTEST_LIBS) $(MPI_LIBS)
+
+# The engine's test-and-set lock (issue 27): exclusion under contention,
+# try_lock, a long wait. Under TSan in the sanitizer build.
+if HAVE_GTEST
+check_PROGRAMS += test/unit/test_engine_mutex
+MPIX_UNIT_TESTS += test/unit/test_engine_mutex
+endif
+test_unit_test_engine_mutex_SOURCES = test/unit/test_engine_mutex.cc progress/engine_mutex.cc
+test_unit_test_engine_mutex_CPPFLAGS = $(GTEST_CPPFLAGS) -I$(top_srcdir)
+test_unit_test_engine_mutex_CXXFLAGS = $(MPIX_CXXFLAGS) $(MPIX_MATCH_SANITIZE)
+test_unit_test_engine_mutex_LDFLAGS = $(MPIX_MATCH_SANITIZE) -pthread
+test_unit_test_engine_mutex_LDADD = $(GTEST_LIBS)
