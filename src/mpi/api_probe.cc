@@ -167,6 +167,7 @@ int start_matched(Request *r, Message &m, std::shared_ptr<P2PComm> *keep = nullp
   } else {
     r->comm.hold(c.get());
   }
+  c->classify_receive(r);
   c->op_started();
   c->deliver(r, m);
   return MPI_SUCCESS;

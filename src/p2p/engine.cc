@@ -299,7 +299,7 @@ void P2PComm::arrived(const progress::Arrival &a) {
     }
     return;
   }
-  if (a.h.kind != kEager && gpu_control_arrival(*this, a)) {
+  if (gpu_control_arrival(*this, a)) {
     // Never matched: it belongs to a GPU transfer in flight.
     if (link_) link_->consumed(a.source, a.credit);
     return;
@@ -500,15 +500,19 @@ std::uint64_t P2PComm::capacity_bytes(const Request *r) const {
   return static_cast<std::uint64_t>(size) * static_cast<std::uint64_t>(r->count);
 }
 
-int P2PComm::start_recv(Request *r) {
-  op_started();
-  r->complete = false;
-  r->st_cancelled = false;
+void P2PComm::classify_receive(Request *r) const {
   r->host_capacity = -1;
   if (const Layout l = layout_of(r->dtype, r->count); l.contiguous && !(l.bytes > 0 && device::is_device(r->rbuf))) {
     r->host_capacity = static_cast<std::int64_t>(l.bytes);
     r->host_lb = l.true_lb;
   }
+}
+
+int P2PComm::start_recv(Request *r) {
+  op_started();
+  r->complete = false;
+  r->st_cancelled = false;
+  classify_receive(r);
   if (region_open()) {
     // Matched at the next flush (progress, probe or region close); wildcards
     // are refused inside a region (check_pattern), so the key is exact.
@@ -564,18 +568,16 @@ void P2PComm::deliver(Request *r, Message &m) {
     }
     return;
   }
+  // Eager into a host type that is not one block (classify_receive sent
+  // the contiguous ones to deliver_eager_host above).
   const std::uint64_t capacity = capacity_bytes(r);
   const std::uint64_t n = m.bytes < capacity ? m.bytes : capacity;
   int rc = m.bytes > capacity ? MPI_ERR_TRUNCATE : MPI_SUCCESS;
   if (n > 0) {
     const Layout l = layout_of(r->dtype, r->count);
-    if (l.contiguous) {
-      std::memcpy(static_cast<char *>(r->rbuf) + l.true_lb, m.payload, n);
-    } else {
-      const int elements = static_cast<int>(n / static_cast<std::uint64_t>(l.type_size));
-      const int unpacked = unpack_bytes(m.payload, static_cast<int>(n), r->rbuf, elements, r->dtype, ctrl_);
-      if (unpacked != MPI_SUCCESS) rc = unpacked;
-    }
+    const int elements = static_cast<int>(n / static_cast<std::uint64_t>(l.type_size));
+    const int unpacked = unpack_bytes(m.payload, static_cast<int>(n), r->rbuf, elements, r->dtype, ctrl_);
+    if (unpacked != MPI_SUCCESS) rc = unpacked;
   }
   r->finish(m.source, m.tag, rc, static_cast<MPI_Count>(n));
 }

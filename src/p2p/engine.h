@@ -167,6 +167,9 @@ class P2PComm final : public CommState, public progress::ArrivalSink {
   int start_recv(Request *r);
   // Completes r with message m (taken out of the matcher).
   void deliver(Request *r, Message &m);
+  // Sets r's host_capacity and host_lb (request.h) from its buffer and type:
+  // every receive, however it starts (start_recv, MPI_Mrecv/MPI_Imrecv).
+  void classify_receive(Request *r) const;
   // An eager payload into a receive classified as contiguous host memory.
   void deliver_eager_host(Request *r, int source, int tag, const char *payload, std::uint64_t bytes);
   bool cancel(Request *r);

@@ -163,7 +163,7 @@ int gpu_progress() {
   return events;
 }
 
-bool gpu_control_arrival(P2PComm &c, const progress::Arrival &a) {
+bool gpu_control_arrival_of_kind(P2PComm &c, const progress::Arrival &a) {
   if (a.h.kind == progress::kGpuBuffered) buffered_arrival(c, a);
   else if (a.h.kind == progress::kGpuReply) reply_arrival(c, a);
   else if (a.h.kind == progress::kRendezvous && (a.h.flags & progress::kFlagGpuChunk) != 0) chunk_arrival(c, a);

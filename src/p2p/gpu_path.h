@@ -109,7 +109,11 @@ void gpu_keep_descriptor(P2PComm &c, Message &m);
 // eager message), a kGpuReply (the answer to one of our sends), a chunk of
 // a staged rendezvous (kRendezvous with kFlagGpuChunk: pulled by its
 // receive or discarded).
-bool gpu_control_arrival(P2PComm &c, const progress::Arrival &a);
+// Inline: every arrival asks, and eager messages (most of them) never are.
+bool gpu_control_arrival_of_kind(P2PComm &c, const progress::Arrival &a);
+inline bool gpu_control_arrival(P2PComm &c, const progress::Arrival &a) {
+  return a.h.kind != progress::kEager && gpu_control_arrival_of_kind(c, a);
+}
 // A Message so found is being destroyed (or delivered).
 void gpu_forget(Message &m);
 // progress_poll(): advances copies and pipelines; events handled.
