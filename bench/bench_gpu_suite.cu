@@ -15,6 +15,9 @@
 //           once per window or per one-way message (two GPUs only)
 // Usage: mpiexec -n 2 bench_gpu_suite [out.csv] [max_bytes] [min_bytes]
 // Prints one table per measure; CSV rows: bytes,method,measure,value.
+// BENCH_SPLIT=1: each rank also prints where its mpix windows' time went
+// (posting the 64 calls, their MPI_Waitall, the acknowledgement), ns per
+// message, to say which side bounds the message rate.
 #include <cuda_runtime.h>
 #include <mpi.h>
 
@@ -35,6 +38,14 @@ namespace {
 
 constexpr int kWindow = 64;
 int g_rank = 0;
+
+// BENCH_SPLIT: the mpix bw loop's time by phase on this rank.
+struct Split {
+  bool on = false;
+  double post = 0, wait = 0, ack = 0;
+  long windows = 0;
+  void reset() { post = wait = ack = 0, windows = 0; }
+} g_split;
 
 struct Row {
   size_t bytes;
@@ -80,6 +91,7 @@ int main(int argc, char **argv) {
   const size_t max_bytes = argc > 2 ? std::strtoull(argv[2], nullptr, 10) : size_t(4) << 20;
   const size_t min_bytes = argc > 3 ? std::strtoull(argv[3], nullptr, 10) : 1;
   const int peer = 1 - g_rank;
+  g_split.on = std::getenv("BENCH_SPLIT") != nullptr && std::strcmp(std::getenv("BENCH_SPLIT"), "0") != 0;
 
   unsigned char *dsend = nullptr, *drecv = nullptr;
   CHECK_CUDA(cudaMalloc(&dsend, max_bytes));
@@ -114,11 +126,14 @@ int main(int argc, char **argv) {
         else MPI_Recv(drecv, static_cast<int>(n), MPI_BYTE, peer, 1, nw, MPI_STATUS_IGNORE);
       },
       [&](bool send, size_t n) {
+        const double t0 = MPI_Wtime();
         for (int i = 0; i < kWindow; ++i) {
           if (send) MPI_Isend(dsend, static_cast<int>(n), MPI_BYTE, peer, 2, nw, &reqs[i]);
           else MPI_Irecv(drecv, static_cast<int>(n), MPI_BYTE, peer, 2, nw, &reqs[i]);
         }
+        const double t1 = MPI_Wtime();
         MPI_Waitall(kWindow, reqs, MPI_STATUSES_IGNORE);
+        g_split.post += t1 - t0, g_split.wait += MPI_Wtime() - t1, ++g_split.windows;
       },
       [&](size_t n) {
         for (int i = 0; i < kWindow; ++i) MPI_Irecv(drecv, static_cast<int>(n), MPI_BYTE, peer, 3, nw, &reqs[i]);
@@ -126,8 +141,10 @@ int main(int argc, char **argv) {
         MPI_Waitall(2 * kWindow, reqs, MPI_STATUSES_IGNORE);
       },
       [&](bool send) {
+        const double t0 = MPI_Wtime();
         if (send) MPI_Send(&ackbuf, 1, MPI_INT, peer, 4, nw);
         else MPI_Recv(&ackbuf, 1, MPI_INT, peer, 4, nw, MPI_STATUS_IGNORE);
+        g_split.ack += MPI_Wtime() - t0;
       }});
   if (!world_handled)
     methods.push_back(Method{
@@ -218,10 +235,16 @@ int main(int argc, char **argv) {
         m.one_way(g_rank != 0, n);
       }) / (2.0 * li) * 1e6;
       const int wi = win_iters(n);
+      g_split.reset();
       const double tbw = timed(wi, [&] {
         m.window(g_rank == 0, n);
         m.ack(g_rank != 0);
       });
+      if (g_split.on && g_split.windows > 0 && std::strcmp(m.name, "mpix") == 0) {
+        const double per = 1e9 / (double(g_split.windows) * kWindow);
+        std::fprintf(stderr, "# split %zu B, rank %d (%s), ns per message: post %.1f wait %.1f ack %.1f\n", n, g_rank,
+                     g_rank == 0 ? "sender" : "receiver", g_split.post * per, g_split.wait * per, g_split.ack * per);
+      }
       const double tbi = timed(wi, [&] { m.bi_window(n); });
       const double msgs = double(kWindow) * wi;
       const double bw = msgs * n / tbw / 1e9, bibw = 2 * msgs * n / tbi / 1e9, mr = msgs / tbw;
