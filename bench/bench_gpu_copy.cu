@@ -17,11 +17,15 @@
 //   resident-floor  a resident 1-thread kernel echoes a host-written word
 //                back to host memory (the floor of any resident kernel)
 //   ptr-attr     one cudaPointerGetAttributes (what classifying a buffer costs)
+//   attrs-N-host, attrs-N-dev  one cuPointerGetAttributes of N attributes on
+//                pageable host or device memory: mpix's own classification
+//                (device/memtype.cc: 3 for a receive, 7 for a send)
 //
 // Options: -n ITERS (default 2000), -b BYTES (default 8), --spin (context
 // with cudaDeviceScheduleSpin), --yield (cudaDeviceScheduleYield).
 // Prints one line per method: median and mean microseconds.
 #include <cuda_runtime.h>
+#include <dlfcn.h>
 
 #include <algorithm>
 #include <chrono>
@@ -31,6 +35,7 @@
 #include <vector>
 
 #include "device/kernel_copy.h"
+#include "device/memtype.h"
 
 namespace {
 
@@ -197,6 +202,23 @@ int main(int argc, char **argv) {
     cudaPointerAttributes a{};
     CK(cudaPointerGetAttributes(&a, d0 + 1));
   });
+  using AttrsFn = int (*)(unsigned, int *, void **, unsigned long long);
+  void *libcuda = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+  if (auto attrs_fn = libcuda ? reinterpret_cast<AttrsFn>(dlsym(libcuda, "cuPointerGetAttributes")) : nullptr) {
+    namespace cu = mpix::device::cu;
+    int ids[] = {cu::kAttrMemoryType,      cu::kAttrIsManaged,       cu::kAttrDeviceOrdinal, cu::kAttrBufferId,
+                 cu::kAttrIsLegacyIpcCapable, cu::kAttrRangeStartAddr, cu::kAttrRangeSize};
+    const auto ask = [&](const void *p, unsigned n) {
+      unsigned long long v[7] = {};
+      void *data[7];
+      for (unsigned i = 0; i < 7; ++i) data[i] = &v[i];
+      if (attrs_fn(n, ids, data, reinterpret_cast<unsigned long long>(p)) != 0) std::exit(1);
+    };
+    measure("attrs-2-host", iters, [&](int) { ask(pageable.data(), 2); });
+    measure("attrs-7-host", iters, [&](int) { ask(pageable.data(), 7); });
+    measure("attrs-3-dev", iters, [&](int) { ask(d0 + 1, 3); });
+    measure("attrs-7-dev", iters, [&](int) { ask(d0 + 1, 7); });
+  }
   cudaFree(d0);
   cudaFree(d1);
   cudaFreeHost(h);

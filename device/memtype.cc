@@ -63,6 +63,26 @@ bool is_device(const void *p) {
   return managed == 0;
 }
 
+int device_of(const void *p) {
+  const DriverApi *api = g_api.load(std::memory_order_acquire);
+  if (api == nullptr || p == nullptr) return -1;
+  unsigned long long type = 0, managed = 0, ordinal = 0;
+  int attrs[] = {cu::kAttrMemoryType, cu::kAttrIsManaged, cu::kAttrDeviceOrdinal};
+  void *data[] = {&type, &managed, &ordinal};
+  if (api->get_attributes(3, attrs, data, reinterpret_cast<unsigned long long>(p)) != cu::kSuccess) {
+    unsigned t = 0;
+    if (api->get_attribute(&t, cu::kAttrMemoryType, reinterpret_cast<unsigned long long>(p)) != cu::kSuccess)
+      return -1;
+    type = t;
+    api->get_attribute(&managed, cu::kAttrIsManaged, reinterpret_cast<unsigned long long>(p));
+    int o = 0;
+    api->get_attribute(&o, cu::kAttrDeviceOrdinal, reinterpret_cast<unsigned long long>(p));
+    ordinal = static_cast<unsigned long long>(static_cast<unsigned>(o));
+  }
+  if (static_cast<unsigned>(type) != cu::kMemoryTypeDevice || managed != 0) return -1;
+  return static_cast<int>(static_cast<unsigned>(ordinal));
+}
+
 PtrInfo query(const void *p) {
   PtrInfo info;
   const DriverApi *api = g_api.load(std::memory_order_acquire);

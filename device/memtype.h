@@ -46,7 +46,12 @@ bool memtype_driver_loaded();
 // not touched CUDA); no call at all without libcuda.
 bool is_device(const void *p);
 
-// Full description of p (a second driver call for device pointers).
+// The GPU holding p when p is device memory the CPU cannot read, else -1
+// (host, pinned or managed memory): is_device with the ordinal, one call.
+int device_of(const void *p);
+
+// Full description of p, in one driver call; kind kHost for anything the
+// CPU can read. A device send classifies its buffer with this alone.
 PtrInfo query(const void *p);
 
 // Tests: use `api` instead of the dlopen'ed driver (nullptr: no driver).

@@ -502,7 +502,10 @@ std::uint64_t P2PComm::capacity_bytes(const Request *r) const {
 
 void P2PComm::classify_receive(Request *r) const {
   r->host_capacity = -1;
-  if (const Layout l = layout_of(r->dtype, r->count); l.contiguous && !(l.bytes > 0 && device::is_device(r->rbuf))) {
+  const Layout l = layout_of(r->dtype, r->count);
+  // One driver call, whose answer the GPU delivery uses too.
+  r->rbuf_device = l.bytes > 0 ? device::device_of(r->rbuf) : Request::kRbufHost;
+  if (l.contiguous && r->rbuf_device < 0) {
     r->host_capacity = static_cast<std::int64_t>(l.bytes);
     r->host_lb = l.true_lb;
   }
@@ -606,7 +609,7 @@ void P2PComm::deliver_single_copy(Request *r, Message &m) {
     // Straight into a contiguous host buffer; through a copy of our own
     // into a datatype or device memory.
     const Layout l = layout_of(r->dtype, r->count);
-    const bool direct = l.contiguous && !device::is_device(r->rbuf);
+    const bool direct = l.contiguous && rbuf_device_of(*r) < 0;
     std::unique_ptr<char[]> staged;
     char *into = direct ? static_cast<char *>(r->rbuf) + l.true_lb : nullptr;
     if (!direct) {

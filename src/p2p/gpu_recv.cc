@@ -3,7 +3,6 @@
 // kGpuBuffered arrivals (gpu_path.h).
 #include <cstdio>
 #include <cstring>
-#include <deque>
 #include <memory>
 #include <unordered_map>
 #include <vector>
@@ -71,7 +70,11 @@ struct RecvOp final : Op, progress::Pending {
   ChunkPlan plan;
   std::size_t next = 0, completed = 0;
   std::vector<std::unique_ptr<Piece>> pieces;
-  std::deque<progress::Arrival> chunks;  // arrived, not pulled yet (in order)
+  // Arrived, not pulled yet (in order, from chunk_head): a vector, as a
+  // deque allocates in its constructor, once per receive of any mode.
+  std::vector<progress::Arrival> chunks;
+  std::size_t chunk_head = 0;
+  bool chunks_left() const { return chunk_head < chunks.size(); }
   bool registered = false;               // in staging()
 
   void complete() {
@@ -141,10 +144,10 @@ struct RecvOp final : Op, progress::Pending {
       }
     }
     for (auto &pp : pieces) {
-      if (next >= plan.count() || chunks.empty()) break;
+      if (next >= plan.count() || !chunks_left()) break;
       if (pp->state == Piece::kIdle) post_piece(*pp);
     }
-    while (next < plan.count() && !chunks.empty() && pieces.size() < static_cast<std::size_t>(g_config.depth)) {
+    while (next < plan.count() && chunks_left() && pieces.size() < static_cast<std::size_t>(g_config.depth)) {
       pieces.push_back(std::make_unique<Piece>());
       pieces.back()->op = this;
       pieces.back()->done.piece = pieces.back().get();
@@ -155,8 +158,8 @@ struct RecvOp final : Op, progress::Pending {
 
   // Pulls the next chunk that arrived into the piece's memory.
   void post_piece(Piece &p) {
-    const progress::Arrival a = chunks.front();
-    chunks.pop_front();
+    const progress::Arrival a = chunks[chunk_head++];
+    if (chunk_head == chunks.size()) chunks.clear(), chunk_head = 0;
     p.index = next++;
     p.error = MPI_SUCCESS;
     p.event = nullptr;
@@ -261,7 +264,8 @@ void gpu_detail::buffered_arrival(P2PComm &c, const progress::Arrival &a) {
 bool gpu_deliver(P2PComm &c, Request *r, Message &m) {
   if (m.gpu_waiting_on != nullptr) gpu_forget(m);
   const bool gpu_rndv = m.kind == kGpuRendezvous || m.kind == kGpuRendezvousBare;
-  const Layout l = gpu_rndv || (m.bytes > 0 && device::is_device(r->rbuf)) ? layout_of(r->dtype, r->count) : Layout{};
+  const int rdevice = m.bytes > 0 || gpu_rndv ? rbuf_device_of(*r) : -1;
+  const Layout l = gpu_rndv || (m.bytes > 0 && rdevice >= 0) ? layout_of(r->dtype, r->count) : Layout{};
   if (!gpu_rndv && (m.bytes == 0 || l.bytes == 0)) return false;
   const std::size_t capacity = static_cast<std::size_t>(l.bytes);
   const std::size_t deliver = m.bytes < capacity ? static_cast<std::size_t>(m.bytes) : capacity;
@@ -286,14 +290,13 @@ bool gpu_deliver(P2PComm &c, Request *r, Message &m) {
   op->bytes = static_cast<std::size_t>(m.bytes);
   op->deliver = deliver;
   op->status = status;
-  const device::PtrInfo rinfo = deliver > 0 ? device::query(r->rbuf) : device::PtrInfo{};
-  const bool rdev = rinfo.kind == device::MemKind::kDevice;
+  const bool rdev = deliver > 0 && rdevice >= 0;
   if (rdev && !device::compiled_with_cuda()) op->status = error_code(Err::kDeviceBufferNoCuda);
   const bool direct = l.contiguous && m.bytes <= capacity && op->status == MPI_SUCCESS;
   if (direct) {
     op->dst = byte_at(r->rbuf, l.true_lb);
     op->dst_on_device = rdev;
-    op->dst_device = rdev ? rinfo.device : 0;
+    op->dst_device = rdev ? rdevice : 0;
   } else if (op->bytes > 0) {
     op->packed = std::make_unique<char[]>(op->bytes);
   }

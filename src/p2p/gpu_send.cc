@@ -358,17 +358,22 @@ void gpu_detail::reply_arrival(P2PComm &c, const progress::Arrival &a) {
 
 bool gpu_transmit(P2PComm &c, const void *buf, int count, MPI_Datatype dtype, int dest, int tag, SendMode mode,
                   Request *r, progress::EngineLock *lock, int *rc) {
-  if (count == 0 || !device::is_device(buf)) return false;
+  if (count == 0) return false;
+  // Classified once, by one driver call: every protocol below works from
+  // this (is_device and then query were two, ~0.15 us each on an H200 host).
+  device::PtrInfo info = device::query(buf);
+  if (info.kind != device::MemKind::kDevice) return false;
   const Layout l = layout_of(dtype, count);
   if (l.bytes == 0) return false;
+  // A type whose data start elsewhere than buf (a lower bound) may start in
+  // another allocation: describe where the bytes are.
+  if (l.true_lb != 0) info = device::query(byte_at(buf, l.true_lb));
   if (!device::compiled_with_cuda()) {
     *rc = error_code(Err::kDeviceBufferNoCuda);
     if (r != nullptr) r->finish(MPI_PROC_NULL, MPI_ANY_TAG, *rc, 0);
     return true;
   }
   const std::size_t bytes = static_cast<std::size_t>(l.bytes);
-  // Classified once: every protocol below works from this.
-  const device::PtrInfo info = device::query(byte_at(buf, l.true_lb));
   // Buffered sends keep the engine's semantics (a copy in the attached
   // buffer): any size goes through host memory first. Within a node, a
   // device buffer CUDA IPC can map goes by rendezvous above

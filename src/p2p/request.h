@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <memory>
 
+#include "device/memtype.h"
 #include "match/matcher_types.h"
 #include "progress/inflight.h"
 #include "progress/transport.h"
@@ -100,6 +101,10 @@ struct RequestFields {
   // datatype or memory-type question on arrival. -1: the general delivery.
   std::int64_t host_capacity = -1;
   MPI_Aint host_lb = 0;
+  // Where rbuf lives, classified with it: the GPU holding it, kRbufHost,
+  // or kRbufUnknown (not classified: asked of the driver on delivery).
+  static constexpr int kRbufHost = -1, kRbufUnknown = -2;
+  int rbuf_device = kRbufUnknown;
   // MPI_Isendrecv: the send half, completed and released together with us.
   Request *companion = nullptr;
   // The request table's entry of a pooled request (request.cc), ~0 for one
@@ -121,6 +126,12 @@ struct RequestFields {
   MPI_Count st_bytes = 0;
   bool st_cancelled = false;
 };
+
+// The GPU holding r's receive buffer, or -1 for memory the CPU reads: as
+// classified when the receive started, else asked of the driver now.
+inline int rbuf_device_of(const RequestFields &r) {
+  return r.rbuf_device != RequestFields::kRbufUnknown ? r.rbuf_device : device::device_of(r.rbuf);
+}
 
 class Request final : public progress::Pending, public RequestFields {
  public:

@@ -406,6 +406,30 @@ TEST_F(MemType, DevicePointerIsDescribed) {
   EXPECT_TRUE(i.ipc_capable);
 }
 
+// A receive's classification (device_of) and a send's (query) are one call
+// each, whatever the memory: the device paths ask nothing twice.
+TEST_F(MemType, DeviceOfNamesTheGpuInOneCall) {
+  std::vector<char> host(64);
+  EXPECT_EQ(mpix::device::device_of(g_device_mem + 5), 1);
+  EXPECT_EQ(g_calls, 1);
+  EXPECT_EQ(mpix::device::device_of(host.data()), -1);
+  EXPECT_EQ(mpix::device::device_of(g_managed_mem), -1);
+  EXPECT_EQ(mpix::device::device_of(nullptr), -1);
+  EXPECT_EQ(g_calls, 3);
+  EXPECT_EQ(mpix::device::query(host.data()).kind, mpix::device::MemKind::kHost);
+  EXPECT_EQ(g_calls, 4);
+  g_initialised = false;
+  EXPECT_EQ(mpix::device::device_of(g_device_mem), -1);
+}
+
+TEST_F(MemType, DeviceOfOnAnOldDriverStillNamesTheGpu) {
+  g_attributes_unsupported = true;
+  std::vector<char> host(64);
+  EXPECT_EQ(mpix::device::device_of(g_device_mem), 1);
+  EXPECT_EQ(mpix::device::device_of(host.data()), -1);
+  EXPECT_EQ(mpix::device::device_of(g_managed_mem), -1);
+}
+
 TEST_F(MemType, ManagedMemoryIsHostAccessible) {
   EXPECT_FALSE(mpix::device::is_device(g_managed_mem));
   EXPECT_EQ(mpix::device::query(g_managed_mem).kind, mpix::device::MemKind::kManaged);
