@@ -5,12 +5,14 @@
 #ifndef MPIX_SRC_P2P_GPU_CACHE_H
 #define MPIX_SRC_P2P_GPU_CACHE_H
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <functional>
 #include <list>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -47,9 +49,21 @@ struct IpcKey {
   std::uint64_t base = 0;
   std::uint64_t size = 0;  // 0: unknown, taken as one byte
   unsigned char handle[64] = {};
-  std::string bytes() const {
-    std::string k(sizeof host + sizeof pid + sizeof base + sizeof handle, '\0');
-    char *p = &k[0];
+  // The identity as one fixed-size value: a cache hit (once per message)
+  // allocates nothing (a std::string of these 84 bytes did, twice).
+  struct Bytes {
+    std::array<char, sizeof(std::uint64_t) * 2 + sizeof(std::int32_t) + 64> b;
+    bool operator==(const Bytes &o) const { return b == o.b; }
+  };
+  struct BytesHash {
+    std::size_t operator()(const Bytes &k) const {
+      return std::hash<std::string_view>{}(std::string_view(k.b.data(), k.b.size()));
+    }
+  };
+  Bytes bytes() const {
+    static_assert(sizeof(Bytes::b) == sizeof host + sizeof pid + sizeof base + sizeof handle, "every field once");
+    Bytes k;
+    char *p = k.b.data();
     std::memcpy(p, &host, sizeof host);
     std::memcpy(p + sizeof host, &pid, sizeof pid);
     std::memcpy(p + sizeof host + sizeof pid, &base, sizeof base);
@@ -96,7 +110,7 @@ class IpcCache {
   // mapping stays open until release(). Returns 0, kStale or the open
   // error. Never closes a mapping (see above): only release() and clear() do.
   int acquire(const IpcKey &key, void **ptr) {
-    std::string k = key.bytes();
+    IpcKey::Bytes k = key.bytes();
     auto it = map_.find(k);
     if (it != map_.end()) {
       ++hits_;
@@ -125,7 +139,7 @@ class IpcCache {
     e.ptr = p;
     e.users = 1;
     e.lru = std::prev(lru_.end());
-    map_.emplace(std::move(k), e);
+    map_.emplace(k, e);
     *ptr = p;
     trim();
     return 0;
@@ -163,7 +177,7 @@ class IpcCache {
     IpcKey key;
     void *ptr = nullptr;
     int users = 0;
-    std::list<std::string>::iterator lru;
+    std::list<IpcKey::Bytes>::iterator lru;
   };
 
   void trim() {
@@ -183,8 +197,8 @@ class IpcCache {
   std::size_t capacity_;
   OpenFn open_;
   CloseFn close_;
-  std::unordered_map<std::string, Entry> map_;
-  std::list<std::string> lru_;  // front: least recently used
+  std::unordered_map<IpcKey::Bytes, Entry, IpcKey::BytesHash> map_;
+  std::list<IpcKey::Bytes> lru_;  // front: least recently used
   std::size_t hits_ = 0, misses_ = 0, evictions_ = 0, stale_ = 0;
 };
 
