@@ -733,6 +733,11 @@ int P2PComm::transmit(const void *buf, int count, MPI_Datatype dtype, int dest, 
                       Request *r, progress::EngineLock *lock, PayloadLife life) {
   int gpu_rc = MPI_SUCCESS;
   if (gpu_transmit(*this, buf, count, dtype, dest, tag, mode, r, lock, &gpu_rc)) return gpu_rc;
+  return transmit_host(buf, count, dtype, dest, tag, mode, r, lock, life);
+}
+
+int P2PComm::transmit_host(const void *buf, int count, MPI_Datatype dtype, int dest, int tag, SendMode mode,
+                           Request *r, progress::EngineLock *lock, PayloadLife life) {
   const Layout l = layout_of(dtype, count);
   const std::uint64_t bytes = static_cast<std::uint64_t>(l.bytes);
   WireHeader h{tag, kEager, bytes, 0, 0};

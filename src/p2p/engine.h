@@ -239,6 +239,10 @@ class P2PComm final : public CommState, public progress::ArrivalSink {
   // "Payload lifetimes").
   int transmit(const void *buf, int count, MPI_Datatype dtype, int dest, int tag, SendMode mode, Request *r,
                progress::EngineLock *lock, PayloadLife life = PayloadLife::kUntilComplete);
+  // transmit() of data known to be in host memory: the GPU protocols hand
+  // their host copies here, without classifying them again.
+  int transmit_host(const void *buf, int count, MPI_Datatype dtype, int dest, int tag, SendMode mode, Request *r,
+                    progress::EngineLock *lock, PayloadLife life);
   // A rendezvous-size send to a process of this node that reads it itself
   // (progress/single_copy.h); false when this one cannot go so.
   bool transmit_single_copy(const void *buf, int count, MPI_Datatype dtype, const progress::Layout &l, int dest,

@@ -30,10 +30,13 @@ struct GpuAccess {
   static MPI_Comm ctrl(const P2PComm &c) { return c.ctrl_; }
   static int next_data_tag(P2PComm &c, int dest) { return c.next_data_tag(dest); }
   static int world(const P2PComm &c, int rank) { return c.world_[static_cast<std::size_t>(rank)]; }
-  // Sends bytes of a scratch buffer that the next send reuses.
+  // Sends bytes of a host scratch buffer that the next send reuses: the
+  // engine's host send itself, not transmit() again (the buffer's memory
+  // type is known).
   static int transmit_scratch(P2PComm &c, const char *bytes, std::size_t n, int dest, int tag, SendMode mode,
                               Request *r, progress::EngineLock *lock) {
-    return c.transmit(bytes, static_cast<int>(n), MPI_BYTE, dest, tag, mode, r, lock, PayloadLife::kDuringCall);
+    return c.transmit_host(bytes, static_cast<int>(n), MPI_BYTE, dest, tag, mode, r, lock,
+                           PayloadLife::kDuringCall);
   }
   // A GPU protocol message (a rendezvous envelope and its descriptor, the
   // bytes that follow it, the answer), in order with the communicator's
