@@ -48,11 +48,16 @@ bool is_device(const void *p) {
   // cuPointerGetAttributes answers for plain host memory too (type 0), where
   // cuPointerGetAttribute fails with CUDA_ERROR_INVALID_VALUE, an error
   // compute-sanitizer reports on every host send. Managed memory reports
-  // DEVICE and is told apart by the second attribute.
+  // DEVICE and is told apart by the second attribute. "Not initialised"
+  // ends it at once (here and below): no device memory exists before cuInit,
+  // and the one-attribute fallback (for drivers that reject an attribute)
+  // would only fail again, a second call per host send and receive in a
+  // process that never touched CUDA where libcuda is installed.
   unsigned long long type = 0, managed = 0;
   int attrs[] = {cu::kAttrMemoryType, cu::kAttrIsManaged};
   void *data[] = {&type, &managed};
-  if (api->get_attributes(2, attrs, data, reinterpret_cast<unsigned long long>(p)) != cu::kSuccess) {
+  if (const int rc = api->get_attributes(2, attrs, data, reinterpret_cast<unsigned long long>(p)); rc != cu::kSuccess) {
+    if (rc == cu::kNotInitialized) return false;
     unsigned t = 0;
     if (api->get_attribute(&t, cu::kAttrMemoryType, reinterpret_cast<unsigned long long>(p)) != cu::kSuccess)
       return false;
@@ -69,7 +74,8 @@ int device_of(const void *p) {
   unsigned long long type = 0, managed = 0, ordinal = 0;
   int attrs[] = {cu::kAttrMemoryType, cu::kAttrIsManaged, cu::kAttrDeviceOrdinal};
   void *data[] = {&type, &managed, &ordinal};
-  if (api->get_attributes(3, attrs, data, reinterpret_cast<unsigned long long>(p)) != cu::kSuccess) {
+  if (const int rc = api->get_attributes(3, attrs, data, reinterpret_cast<unsigned long long>(p)); rc != cu::kSuccess) {
+    if (rc == cu::kNotInitialized) return -1;
     unsigned t = 0;
     if (api->get_attribute(&t, cu::kAttrMemoryType, reinterpret_cast<unsigned long long>(p)) != cu::kSuccess)
       return -1;
@@ -95,7 +101,8 @@ PtrInfo query(const void *p) {
                  cu::kAttrIsLegacyIpcCapable, cu::kAttrRangeStartAddr, cu::kAttrRangeSize};
   void *data[] = {&type, &id, &managed, &ordinal, &ipc, &start, &size};
   const unsigned n = sizeof attrs / sizeof attrs[0];
-  if (api->get_attributes(n, attrs, data, reinterpret_cast<unsigned long long>(p)) != cu::kSuccess) {
+  if (const int rc = api->get_attributes(n, attrs, data, reinterpret_cast<unsigned long long>(p)); rc != cu::kSuccess) {
+    if (rc == cu::kNotInitialized) return info;
     // Older drivers reject attributes they do not know: ask the essentials.
     unsigned t = 0;
     if (api->get_attribute(&t, cu::kAttrMemoryType, reinterpret_cast<unsigned long long>(p)) != cu::kSuccess)

@@ -389,10 +389,14 @@ TEST_F(MemType, HostPointersCostOneCall) {
   EXPECT_EQ(mpix::device::query(host.data()).kind, mpix::device::MemKind::kHost);
 }
 
-TEST_F(MemType, DriverNotInitialisedMeansHost) {
+TEST_F(MemType, DriverNotInitialisedMeansHostInOneCall) {
   g_initialised = false;
   EXPECT_FALSE(mpix::device::is_device(g_device_mem));
+  EXPECT_EQ(g_calls, 1);
   EXPECT_EQ(mpix::device::query(g_device_mem).kind, mpix::device::MemKind::kHost);
+  EXPECT_EQ(g_calls, 2);
+  EXPECT_EQ(mpix::device::device_of(g_device_mem), -1);
+  EXPECT_EQ(g_calls, 3) << "no one-attribute fallback after \"not initialised\"";
 }
 
 TEST_F(MemType, DevicePointerIsDescribed) {
