@@ -42,47 +42,43 @@ bool memtype_driver_loaded() { return g_api.load(std::memory_order_acquire) != n
 
 void memtype_set_driver_for_testing(const DriverApi *api) { g_api.store(api, std::memory_order_release); }
 
-bool is_device(const void *p) {
-  const DriverApi *api = g_api.load(std::memory_order_acquire);
-  if (api == nullptr || p == nullptr) return false;
-  // cuPointerGetAttributes answers for plain host memory too (type 0), where
-  // cuPointerGetAttribute fails with CUDA_ERROR_INVALID_VALUE, an error
-  // compute-sanitizer reports on every host send. Managed memory reports
-  // DEVICE and is told apart by the second attribute. "Not initialised"
-  // ends it at once (here and below): no device memory exists before cuInit,
-  // and the one-attribute fallback (for drivers that reject an attribute)
-  // would only fail again, a second call per host send and receive in a
-  // process that never touched CUDA where libcuda is installed.
-  unsigned long long type = 0, managed = 0;
-  int attrs[] = {cu::kAttrMemoryType, cu::kAttrIsManaged};
-  void *data[] = {&type, &managed};
-  if (const int rc = api->get_attributes(2, attrs, data, reinterpret_cast<unsigned long long>(p)); rc != cu::kSuccess) {
-    if (rc == cu::kNotInitialized) return false;
-    unsigned t = 0;
-    if (api->get_attribute(&t, cu::kAttrMemoryType, reinterpret_cast<unsigned long long>(p)) != cu::kSuccess)
-      return false;
-    type = t;
-    api->get_attribute(&managed, cu::kAttrIsManaged, reinterpret_cast<unsigned long long>(p));
-  }
-  if (static_cast<unsigned>(type) != cu::kMemoryTypeDevice) return false;
-  return managed == 0;
+namespace {
+
+// Older drivers reject attributes they do not know, failing the whole
+// cuPointerGetAttributes: ask the essentials one at a time. *ordinal is
+// left as the caller set it when its own call fails.
+bool essentials(const DriverApi *api, const void *p, unsigned long long *type, unsigned long long *managed,
+                int *ordinal) {
+  const auto ptr = reinterpret_cast<unsigned long long>(p);
+  unsigned t = 0;
+  if (api->get_attribute(&t, cu::kAttrMemoryType, ptr) != cu::kSuccess) return false;
+  *type = t;
+  api->get_attribute(managed, cu::kAttrIsManaged, ptr);
+  api->get_attribute(ordinal, cu::kAttrDeviceOrdinal, ptr);
+  return true;
 }
+
+}  // namespace
+
+bool is_device(const void *p) { return device_of(p) >= 0; }
 
 int device_of(const void *p) {
   const DriverApi *api = g_api.load(std::memory_order_acquire);
   if (api == nullptr || p == nullptr) return -1;
+  // cuPointerGetAttributes answers for plain host memory too (type 0), where
+  // cuPointerGetAttribute fails with CUDA_ERROR_INVALID_VALUE, an error
+  // compute-sanitizer reports on every host send. Managed memory reports
+  // DEVICE and is told apart by the second attribute. "Not initialised"
+  // ends it at once (here and in query): no device memory exists before
+  // cuInit, and the one-attribute fallback would only fail again, a second
+  // call per host send and receive in a process that never touched CUDA
+  // where libcuda is installed.
   unsigned long long type = 0, managed = 0, ordinal = 0;
   int attrs[] = {cu::kAttrMemoryType, cu::kAttrIsManaged, cu::kAttrDeviceOrdinal};
   void *data[] = {&type, &managed, &ordinal};
   if (const int rc = api->get_attributes(3, attrs, data, reinterpret_cast<unsigned long long>(p)); rc != cu::kSuccess) {
-    if (rc == cu::kNotInitialized) return -1;
-    unsigned t = 0;
-    if (api->get_attribute(&t, cu::kAttrMemoryType, reinterpret_cast<unsigned long long>(p)) != cu::kSuccess)
-      return -1;
-    type = t;
-    api->get_attribute(&managed, cu::kAttrIsManaged, reinterpret_cast<unsigned long long>(p));
     int o = 0;
-    api->get_attribute(&o, cu::kAttrDeviceOrdinal, reinterpret_cast<unsigned long long>(p));
+    if (rc == cu::kNotInitialized || !essentials(api, p, &type, &managed, &o)) return -1;
     ordinal = static_cast<unsigned long long>(static_cast<unsigned>(o));
   }
   if (static_cast<unsigned>(type) != cu::kMemoryTypeDevice || managed != 0) return -1;
@@ -102,15 +98,8 @@ PtrInfo query(const void *p) {
   void *data[] = {&type, &id, &managed, &ordinal, &ipc, &start, &size};
   const unsigned n = sizeof attrs / sizeof attrs[0];
   if (const int rc = api->get_attributes(n, attrs, data, reinterpret_cast<unsigned long long>(p)); rc != cu::kSuccess) {
-    if (rc == cu::kNotInitialized) return info;
-    // Older drivers reject attributes they do not know: ask the essentials.
-    unsigned t = 0;
-    if (api->get_attribute(&t, cu::kAttrMemoryType, reinterpret_cast<unsigned long long>(p)) != cu::kSuccess)
-      return info;
-    type = t;
-    api->get_attribute(&managed, cu::kAttrIsManaged, reinterpret_cast<unsigned long long>(p));
     int o = -1;
-    api->get_attribute(&o, cu::kAttrDeviceOrdinal, reinterpret_cast<unsigned long long>(p));
+    if (rc == cu::kNotInitialized || !essentials(api, p, &type, &managed, &o)) return info;
     ordinal = static_cast<unsigned long long>(static_cast<unsigned>(o));
     ipc = 0;  // unknown: the staging path is always correct
   }
