@@ -43,48 +43,50 @@ __device__ inline std::uint64_t now_ns() {
   return t;
 }
 
-// Threads [tid, tid + step, ...) of the caller's group copy n bytes. Loads
-// bypass L1 (ld.global.cv): the kernel lives across many copies, and a
-// source the application rewrote since the last one (or a staging slot the
-// host refilled) must be read again.
+// Threads [tid, tid + step, ...) of the caller's group copy the whole
+// pieces (of T) of n bytes; returns the bytes they cover. Four loads in
+// flight per thread before their stores (which the compiler may not move
+// above later loads: dst might alias src), so a round trip to peer or host
+// memory moves four pieces per thread, not one. The rest, at most three
+// per thread, also loaded before any is stored: one at a time, 1 KiB by a
+// warp (two each) and 8 KiB by the block took two round trips to the peer
+// where 2 KiB and 16 KiB took one, and were ~1 us slower than those
+// larger messages. Loads bypass L1 (ld.global.cv): the kernel lives across
+// many copies, and a source the application rewrote since the last one
+// (or a staging slot the host refilled) must be read again.
+template <class T>
+__device__ std::uint32_t copy_pieces(char *dst, const char *src, std::uint32_t n, unsigned tid, unsigned step) {
+  const std::uint32_t m = n / sizeof(T), b = step;
+  const T *from = reinterpret_cast<const T *>(src);
+  T *to = reinterpret_cast<T *>(dst);
+  std::uint32_t i = tid;
+  for (; i + 3 * b < m; i += 4 * b) {
+    const T x0 = __ldcv(from + i), x1 = __ldcv(from + i + b), x2 = __ldcv(from + i + 2 * b),
+            x3 = __ldcv(from + i + 3 * b);
+    to[i] = x0;
+    to[i + b] = x1;
+    to[i + 2 * b] = x2;
+    to[i + 3 * b] = x3;
+  }
+  const bool r0 = i < m, r1 = i + b < m, r2 = i + 2 * b < m;
+  T y0{}, y1{}, y2{};
+  if (r0) y0 = __ldcv(from + i);
+  if (r1) y1 = __ldcv(from + i + b);
+  if (r2) y2 = __ldcv(from + i + 2 * b);
+  if (r0) to[i] = y0;
+  if (r1) to[i + b] = y1;
+  if (r2) to[i + 2 * b] = y2;
+  return m * static_cast<std::uint32_t>(sizeof(T));
+}
+
+// Threads [tid, tid + step, ...) of the caller's group copy n bytes: in
+// 16-byte pieces where both ends allow, else 8-byte ones (a buffer one
+// double in), then the bytes left.
 __device__ void group_copy(char *dst, const char *src, std::uint32_t n, unsigned tid, unsigned step) {
   const std::uintptr_t a = reinterpret_cast<std::uintptr_t>(dst) | reinterpret_cast<std::uintptr_t>(src);
   std::uint32_t done = 0;
-  if ((a & 15) == 0) {
-    // Four loads in flight per thread before their stores (which the
-    // compiler may not move above later loads: dst might alias src), so a
-    // round trip to peer or host memory moves 16 KiB, not 4.
-    const std::uint32_t m = n / 16, b = step;
-    const uint4 *from = reinterpret_cast<const uint4 *>(src);
-    uint4 *to = reinterpret_cast<uint4 *>(dst);
-    std::uint32_t i = tid;
-    for (; i + 3 * b < m; i += 4 * b) {
-      const uint4 x0 = __ldcv(from + i), x1 = __ldcv(from + i + b), x2 = __ldcv(from + i + 2 * b),
-                  x3 = __ldcv(from + i + 3 * b);
-      to[i] = x0;
-      to[i + b] = x1;
-      to[i + 2 * b] = x2;
-      to[i + 3 * b] = x3;
-    }
-    // The rest, at most three per thread, also loaded before any is
-    // stored: one at a time, 1 KiB by a warp (two each) and 8 KiB by the
-    // block took two round trips to the peer where 2 KiB and 16 KiB took
-    // one, and were ~1 us slower than those larger messages.
-    const bool r0 = i < m, r1 = i + b < m, r2 = i + 2 * b < m;
-    uint4 y0{}, y1{}, y2{};
-    if (r0) y0 = __ldcv(from + i);
-    if (r1) y1 = __ldcv(from + i + b);
-    if (r2) y2 = __ldcv(from + i + 2 * b);
-    if (r0) to[i] = y0;
-    if (r1) to[i + b] = y1;
-    if (r2) to[i + 2 * b] = y2;
-    done = m * 16;
-  } else if ((a & 7) == 0) {
-    const std::uint32_t m = n / 8;
-    for (std::uint32_t i = tid; i < m; i += step)
-      reinterpret_cast<unsigned long long *>(dst)[i] = __ldcv(reinterpret_cast<const unsigned long long *>(src) + i);
-    done = m * 8;
-  }
+  if ((a & 15) == 0) done = copy_pieces<uint4>(dst, src, n, tid, step);
+  else if ((a & 7) == 0) done = copy_pieces<unsigned long long>(dst, src, n, tid, step);
   for (std::uint32_t i = done + tid; i < n; i += step)
     dst[i] = static_cast<char>(__ldcv(reinterpret_cast<const signed char *>(src) + i));
 }

@@ -86,10 +86,13 @@ int main(int argc, char **argv) {
   CHECK_CUDA(cudaMallocHost(&host, kMax + 64));
 
   // 1. Sizes x offsets x directions: rank 0 sends, rank 1 receives.
+  static const int kWideOffsets[4] = {0, 5, 8, 15};
   int round = 0;
   for (int dir = 0; dir < 3; ++dir) {  // 0: dev->dev, 1: dev->host, 2: host->dev
     for (int n : sizes())
-      for (int off = 0; off < 16; off += (n > 100 ? 5 : 1)) {
+      // Past 100 bytes: aligned, odd, 8- but not 16-byte aligned (the
+      // kernel's 8-byte pieces), and the last offset.
+      for (int k = 0, off = 0; k < (n > 100 ? 4 : 16); off = n > 100 ? kWideOffsets[++k & 3] : ++k) {
         ++round;
         if (g_rank == 0) {
           if (dir == 2) {
