@@ -17,9 +17,11 @@
 // Prints one table per measure; CSV rows: bytes,method,measure,value.
 // BENCH_SPLIT=1: each rank also prints where its mpix windows' time went
 // (posting the 64 calls, their MPI_Waitall, the acknowledgement), ns per
-// message, to say which side bounds the message rate.
+// message, to say which side bounds the message rate, and what one
+// pointer query costs the process right after.
 #include <cuda_runtime.h>
 #include <mpi.h>
+#include <sched.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -244,6 +246,14 @@ int main(int argc, char **argv) {
         const double per = 1e9 / (double(g_split.windows) * kWindow);
         std::fprintf(stderr, "# split %zu B, rank %d (%s), ns per message: post %.1f wait %.1f ack %.1f\n", n, g_rank,
                      g_rank == 0 ? "sender" : "receiver", g_split.post * per, g_split.wait * per, g_split.ack * per);
+        // What one pointer query costs this process now: mpix makes one
+        // per send and per receive of a device buffer.
+        constexpr int kQueries = 20000;
+        cudaPointerAttributes attr{};
+        const double q0 = MPI_Wtime();
+        for (int i = 0; i < kQueries; ++i) (void)cudaPointerGetAttributes(&attr, g_rank == 0 ? dsend : drecv);
+        std::fprintf(stderr, "# split %zu B, rank %d: cudaPointerGetAttributes %.1f ns per call, on CPU %d\n", n, g_rank,
+                     (MPI_Wtime() - q0) * 1e9 / kQueries, sched_getcpu());
       }
       const double tbi = timed(wi, [&] { m.bi_window(n); });
       const double msgs = double(kWindow) * wi;

@@ -1,12 +1,14 @@
 // Who owns the GPU operations in flight, and which of them a progress step
 // looks at (gpu_path.cc; free of MPI and CUDA, so unit-tested alone).
 //
-// A step used to poll every operation. A receiver with a window of 64
-// small device messages in flight then tested 64 resident-kernel copies
-// per step (each untaken test a lock and a clock read), and a sender 64
-// sends that only wait for their answers: a step's cost grew with what
-// was in flight, which in turn grew while steps were slow. So an
-// operation waits where its next event can be seen at O(1) per step:
+// A step used to poll every operation: a receiver with a window of 64
+// small device messages in flight tested 64 resident-kernel copies per
+// step (each untaken test a lock and a clock read), a sender 64 sends
+// that only wait for their answers, so a step cost O(in flight). At a
+// window of 64 this was not what bounds the message rate (bench/RESULTS.md,
+// fourteenth session: no change either way), but thousands in flight
+// would pay it at every step. So an operation waits where its next event
+// can be seen at O(1) per step:
 //  - polled: every step (pipelines of chunks, copy-engine events);
 //  - behind a queue's sequence number: copies one queue (a GPU's copy
 //    kernel) finishes in order, so only the oldest is tested;
