@@ -342,9 +342,9 @@ Message *P2PComm::keep_arrival(const progress::Arrival &a) {
   if (m->kind == kEager && m->bytes > 0) {
     m->keep_payload(m->payload);
   } else if (m->kind == kSingleCopy) {
-    m->descriptor = std::make_unique<char[]>(sizeof(progress::SingleCopyRts));
-    std::memcpy(m->descriptor.get(), m->payload, sizeof(progress::SingleCopyRts));
-    m->payload = m->descriptor.get();
+    static_assert(sizeof(progress::SingleCopyRts) <= Message::kSmall, "the descriptor is kept in the message");
+    std::memcpy(m->small, m->payload, sizeof(progress::SingleCopyRts));
+    m->payload = m->small;
   } else {
     gpu_keep_descriptor(*this, *m);
   }

@@ -48,11 +48,12 @@ struct Message {
   std::size_t credit = 0;         // given back to the transport when the payload is released
   const char *payload = nullptr;  // eager: the bytes, in `small`, `owned` or the transport's buffer
   std::unique_ptr<char[]> owned;
-  // Unexpected payloads this small are kept here: no allocation of their own.
-  static constexpr std::size_t kSmall = 32;
-  char small[kSmall];
+  // Unexpected payloads this small are kept here, and so are the sender's
+  // descriptors of an unexpected kGpuRendezvous or kSingleCopy (112 bytes):
+  // no allocation of their own.
+  static constexpr std::size_t kSmall = 112;
+  alignas(8) char small[kSmall];
   std::weak_ptr<class P2PComm> comm;  // for Mrecv of a message taken by Mprobe (set by take())
-  std::unique_ptr<char[]> descriptor;  // unexpected kGpuRendezvous, kSingleCopy: the sender's descriptor
   // An unexpected GPU rendezvous's communicator while gpu_path.cc can find
   // it (for a kGpuBuffered arrival), else nullptr.
   const void *gpu_waiting_on = nullptr;

@@ -84,8 +84,50 @@ struct TransferKeyHash {
            static_cast<std::size_t>(static_cast<unsigned>(k.data_tag));
   }
 };
+// Transfers by key, keeping erased nodes for the next insert: every GPU
+// rendezvous puts one entry in a map on each side and takes it out again,
+// which in a plain unordered_map is an allocation and a free per message.
 template <class T>
-using TransferMap = std::unordered_map<TransferKey, T *, TransferKeyHash>;
+class TransferMap {
+  using Map = std::unordered_map<TransferKey, T *, TransferKeyHash>;
+
+ public:
+  using iterator = typename Map::iterator;
+  iterator find(const TransferKey &k) { return map_.find(k); }
+  iterator end() { return map_.end(); }
+  void put(const TransferKey &k, T *v) {
+    if (spare_.empty()) {
+      map_[k] = v;
+      return;
+    }
+    auto node = std::move(spare_.back());
+    spare_.pop_back();
+    node.key() = k;
+    node.mapped() = v;
+    auto r = map_.insert(std::move(node));
+    if (!r.inserted) {
+      r.position->second = v;
+      spare_.push_back(std::move(r.node));
+    }
+  }
+  void erase(iterator it) {
+    auto node = map_.extract(it);
+    if (spare_.size() < kSpares) spare_.push_back(std::move(node));
+  }
+  void erase(const TransferKey &k) {
+    const auto it = map_.find(k);
+    if (it != map_.end()) erase(it);
+  }
+  void clear() {
+    map_.clear();
+    spare_.clear();
+  }
+
+ private:
+  static constexpr std::size_t kSpares = 1024;
+  Map map_;
+  std::vector<typename Map::node_type> spare_;
+};
 
 // ---- process state (gpu_path.cc; set by gpu_start) ----
 

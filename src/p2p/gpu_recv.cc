@@ -205,16 +205,16 @@ using namespace gpu_detail;
 
 void gpu_keep_descriptor(P2PComm &c, Message &m) {
   if (m.kind == kGpuRendezvous || m.kind == kGpuRendezvousBare) {
-    waiting()[TransferKey{&c, m.source, m.data_tag}] = &m;
+    waiting().put(TransferKey{&c, m.source, m.data_tag}, &m);
     m.gpu_waiting_on = &c;
   }
   if (m.kind != kGpuRendezvous || m.payload == nullptr) {
     m.payload = nullptr;
     return;
   }
-  m.descriptor = std::make_unique<char[]>(sizeof(GpuRts));
-  std::memcpy(m.descriptor.get(), m.payload, sizeof(GpuRts));
-  m.payload = m.descriptor.get();
+  static_assert(sizeof(GpuRts) <= Message::kSmall, "the descriptor is kept in the message");
+  std::memcpy(m.small, m.payload, sizeof(GpuRts));
+  m.payload = m.small;
 }
 
 void gpu_detail::chunk_arrival(P2PComm &c, const progress::Arrival &a) {
@@ -255,7 +255,6 @@ void gpu_detail::buffered_arrival(P2PComm &c, const progress::Arrival &a) {
   // The envelope keeps its place among the unexpected messages, now an
   // eager message with its bytes.
   m.kind = kEager;
-  m.descriptor.reset();
   m.keep_payload(a.payload);
   ++g_stats.buffered_kept;
   send_reply(c, a.source, a.h.data_tag, kReplyDone, 0);
@@ -382,7 +381,7 @@ bool gpu_deliver(P2PComm &c, Request *r, Message &m) {
   op->plan = plan_chunks(op->bytes, g_config.chunk);
   RecvOp *raw = op.get();
   // Findable by its chunks before the answer that lets them come.
-  staging()[TransferKey{&c, m.source, m.data_tag}] = raw;
+  staging().put(TransferKey{&c, m.source, m.data_tag}, raw);
   raw->registered = true;
   adopt(std::move(op));
   const int rc = send_reply(c, m.source, m.data_tag, kReplyStage, g_config.chunk);

@@ -276,7 +276,7 @@ int gpu_rendezvous(P2PComm &c, const void *buf, int count, MPI_Datatype dtype, c
   // Findable by its answer before the envelope leaves (the answer comes
   // through the same transport, kGpuReply).
   const TransferKey key{&c, dest, op->data_tag};
-  waiting_sends()[key] = op.get();
+  waiting_sends().put(key, op.get());
   const int rc = GpuAccess::send_envelope(c, dest, env.h, &env.rts, with_descriptor ? sizeof env.rts : 0);
   if (rc != MPI_SUCCESS) {
     waiting_sends().erase(key);
