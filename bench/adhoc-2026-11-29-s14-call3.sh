@@ -1,7 +1,7 @@
 # Session 14, call 3 (two H200s, one rank per GPU), issue 25: eb75c4f (an
 # unexpected GPU envelope keeps its descriptor in the message, the transfer
-# maps reuse their nodes: no allocation per rendezvous) beside c41792a
-# (extra/mid: the operations' wait lists) and c7c2a80 (extra/old), same run:
+# maps reuse their nodes: no allocation per rendezvous) beside c7c2a80
+# (extra/old), same run:
 #   1. bench_gpu_suite at 8 B, BENCH_SPLIT=1, 4 alternating rounds of new
 #      and old (the rate's two modes; extra/mid left out: 64 MiB carry);
 #   2. bench_gpu_suite 1 B - 64 KiB, BENCH_SPLIT=1, new and old, 2 rounds;
