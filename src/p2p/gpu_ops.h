@@ -18,12 +18,10 @@
 #include <vector>
 
 #include "device/copy.h"
-#include "device/kernel_copy.h"
 #include "engine.h"
 #include "gpu_cache.h"
 #include "gpu_path.h"
 #include "gpu_wire.h"
-#include "op_lists.h"
 
 namespace mpix::p2p {
 
@@ -150,7 +148,7 @@ int send_reply(P2PComm &c, int dest, int data_tag, std::uint32_t mode, std::uint
 // A GPU transfer in progress. Underlying PMPI requests are owned by small
 // Pending members (the inflight set calls back into them); the op is
 // destroyed by gpu_progress() once it is finished and none is outstanding.
-struct Op : OpLink {
+struct Op {
   virtual ~Op() = default;
   virtual void poll() = 0;
   bool finished = false;
@@ -184,16 +182,8 @@ struct Piece {
 char *take_host_buffer(SlotPool &pool, Piece &p, std::size_t bytes);
 void give_back_host_buffer(SlotPool &pool, Piece &p);
 
-// Hands an operation to gpu_progress() (op_lists.h says which waits
-// where): polled at every step until finished;
+// Hands an operation to gpu_progress(), which polls it until finished.
 Op *adopt(std::unique_ptr<Op> op);
-// polled once the resident kernel's copy `ticket` is done (or failed);
-Op *adopt_behind_copy(std::unique_ptr<Op> op, const device::KernelCopyTicket &ticket);
-// polled from `due` on, or from wake_op();
-Op *adopt_until(std::unique_ptr<Op> op, std::chrono::steady_clock::time_point due);
-// polled from wake_op() on.
-Op *adopt_parked(std::unique_ptr<Op> op);
-void wake_op(Op *op);
 
 // gpu_control_arrival's cases: gpu_recv.cc (kGpuBuffered, chunks),
 // gpu_send.cc (kGpuReply).

@@ -41,8 +41,8 @@ std::chrono::steady_clock::time_point g_poll_now;
 
 namespace {
 
-OpLists<Op> &ops() {
-  static Immortal<OpLists<Op>> v;
+std::vector<std::unique_ptr<Op>> &ops() {
+  static Immortal<std::vector<std::unique_ptr<Op>>> v;
   return v.get();
 }
 
@@ -84,22 +84,11 @@ void give_back_host_buffer(SlotPool &pool, Piece &p) {
   p.host = nullptr;  // the pageable vector stays for the piece's next chunk
 }
 
-namespace {
-Op *counted(Op *op) {
+Op *adopt(std::unique_ptr<Op> op) {
+  ops().push_back(std::move(op));
   g_ops_in_flight.store(ops().size(), std::memory_order_relaxed);
-  return op;
+  return ops().back().get();
 }
-}  // namespace
-
-Op *adopt(std::unique_ptr<Op> op) { return counted(ops().adopt(std::move(op))); }
-Op *adopt_behind_copy(std::unique_ptr<Op> op, const device::KernelCopyTicket &ticket) {
-  return counted(ops().adopt_behind(std::move(op), ticket.ring, ticket.seq));
-}
-Op *adopt_until(std::unique_ptr<Op> op, std::chrono::steady_clock::time_point due) {
-  return counted(ops().adopt_until(std::move(op), due));
-}
-Op *adopt_parked(std::unique_ptr<Op> op) { return counted(ops().adopt_parked(std::move(op))); }
-void wake_op(Op *op) { ops().wake(op); }
 
 }  // namespace gpu_detail
 
@@ -157,12 +146,19 @@ GpuStats gpu_stats() {
 
 int gpu_progress() {
   auto &v = ops();
-  if (v.size() == 0) return 0;
+  if (v.empty()) return 0;
+  int events = 0;
   g_poll_now = std::chrono::steady_clock::now();
-  const int events = v.progress(g_poll_now, [](const void *ring, std::uint64_t seq) {
-    return device::kernel_copy_test(device::KernelCopyTicket{const_cast<void *>(ring), seq}) !=
-           device::Status::kNotReady;
-  });
+  // poll() may add operations (never remove): iterate by index.
+  for (std::size_t i = 0; i < v.size(); ++i) v[i]->poll();
+  for (std::size_t i = 0; i < v.size();) {
+    if (v[i]->finished && v[i]->outstanding == 0) {
+      v.erase(v.begin() + static_cast<std::ptrdiff_t>(i));
+      ++events;
+    } else {
+      ++i;
+    }
+  }
   g_ops_in_flight.store(v.size(), std::memory_order_relaxed);
   return events;
 }

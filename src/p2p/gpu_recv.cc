@@ -369,10 +369,7 @@ bool gpu_deliver(P2PComm &c, Request *r, Message &m) {
     }
     if (st != device::Status::kOk) op->status = cuda_error(st, "IPC copy");
     RecvOp *raw = op.get();
-    // Behind its kernel copy: a window of them in flight costs a progress
-    // step one test (the oldest), not one each.
-    if (raw->kernel_copying) adopt_behind_copy(std::move(op), raw->ticket);
-    else adopt(std::move(op));
+    adopt(std::move(op));
     if (!raw->copying && !raw->kernel_copying) raw->complete();
     return true;
   }

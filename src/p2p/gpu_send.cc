@@ -292,12 +292,7 @@ int gpu_rendezvous(P2PComm &c, const void *buf, int count, MPI_Datatype dtype, c
     op->done_flag = &done;
     op->rc_out = &result;
   }
-  // Nothing to poll until its answer comes (reply_arrival wakes it) or,
-  // if it may be buffered, until it has waited that long.
-  const bool timed = op->bufferable;
-  const auto due = op->since + std::chrono::microseconds(g_config.buffer_after_us);
-  if (timed) adopt_until(std::move(op), due);
-  else adopt_parked(std::move(op));
+  adopt(std::move(op));
   if (r != nullptr) return MPI_SUCCESS;
   while (!done) progress_wait(*lock);
   return result;
@@ -360,7 +355,6 @@ void gpu_detail::reply_arrival(P2PComm &c, const progress::Arrival &a) {
   SendOp *op = it->second;
   w.erase(it);
   op->answered(a.payload, a.payload_bytes);
-  wake_op(op);  // done (to be freed) or staging (to be driven)
 }
 
 bool gpu_transmit(P2PComm &c, const void *buf, int count, MPI_Datatype dtype, int dest, int tag, SendMode mode,

@@ -51,18 +51,6 @@ test_unit_test_gpu_host_CXXFLAGS = $(MPIX_CXXFLAGS) $(MPIX_MATCH_SANITIZE)
 test_unit_test_gpu_host_LDFLAGS = $(MPIX_MATCH_SANITIZE)
 test_unit_test_gpu_host_LDADD = $(GTEST_LIBS) -ldl
 
-# Where the GPU operations in flight wait between progress steps
-# (src/p2p/op_lists.h): polled, behind a copy, until a deadline, parked.
-if HAVE_GTEST
-check_PROGRAMS += test/unit/test_op_lists
-MPIX_UNIT_TESTS += test/unit/test_op_lists
-endif
-test_unit_test_op_lists_SOURCES = test/unit/test_op_lists.cc
-test_unit_test_op_lists_CPPFLAGS = $(GTEST_CPPFLAGS) -I$(top_srcdir)
-test_unit_test_op_lists_CXXFLAGS = $(MPIX_CXXFLAGS) $(MPIX_MATCH_SANITIZE)
-test_unit_test_op_lists_LDFLAGS = $(MPIX_MATCH_SANITIZE)
-test_unit_test_op_lists_LDADD = $(GTEST_LIBS)
-
 # The device send/recv queue protocol (include/mpix_device/proto.h, the
 # same header kernels use) on host threads; no GPU needed.
 if HAVE_GTEST
