@@ -969,7 +969,13 @@ void progress_wait(progress::EngineLock &lock) {
   }
   const bool yield = ++idle_polls % kPollsBeforeYield == 0;
   const int waiting = g_lock_waiters.load(std::memory_order_relaxed);
-  if (!yield && idle_polls % kPollsPerUnlock != 0 && waiting == 0) return;
+  if (!yield && idle_polls % kPollsPerUnlock != 0 && waiting == 0) {
+    // One pause between idle polls: a poller that rereads the peer's ring
+    // and the GPU's done word back to back keeps taking those cache lines
+    // from their writers, which then pay for each store.
+    cpu_relax();
+    return;
+  }
   lock.unlock();
   if (yield) {
     // Oversubscribed (more ranks than cores) the peer needs this core.
