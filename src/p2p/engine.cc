@@ -970,9 +970,11 @@ void progress_wait(progress::EngineLock &lock) {
   const bool yield = ++idle_polls % kPollsBeforeYield == 0;
   const int waiting = g_lock_waiters.load(std::memory_order_relaxed);
   if (!yield && idle_polls % kPollsPerUnlock != 0 && waiting == 0) {
-    // One pause between idle polls: a poller that rereads the peer's ring
-    // and the GPU's done word back to back keeps taking those cache lines
-    // from their writers, which then pay for each store.
+    // One pause between idle polls. A poller that rereads the peer's ring
+    // and the GPU's done word back to back may keep taking those cache
+    // lines from their writers; with the pause the 8 B device-buffer rate
+    // was 1.37 against 1.10 M msg/s in the same run (bench/RESULTS.md,
+    // fourteenth session, call 7).
     cpu_relax();
     return;
   }
