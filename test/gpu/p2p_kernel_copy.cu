@@ -64,6 +64,16 @@ std::vector<int> sizes() {
   return v;
 }
 
+// Start offsets of a message of n bytes: all 16 up to 100 bytes; past
+// that aligned, odd, 8- but not 16-byte aligned (the kernel's 8-byte
+// pieces), and the last.
+std::vector<int> offsets(int n) {
+  if (n > 100) return {0, 5, 8, 15};
+  std::vector<int> v;
+  for (int off = 0; off < 16; ++off) v.push_back(off);
+  return v;
+}
+
 }  // namespace
 
 int main(int argc, char **argv) {
@@ -86,13 +96,10 @@ int main(int argc, char **argv) {
   CHECK_CUDA(cudaMallocHost(&host, kMax + 64));
 
   // 1. Sizes x offsets x directions: rank 0 sends, rank 1 receives.
-  static const int kWideOffsets[4] = {0, 5, 8, 15};
   int round = 0;
   for (int dir = 0; dir < 3; ++dir) {  // 0: dev->dev, 1: dev->host, 2: host->dev
     for (int n : sizes())
-      // Past 100 bytes: aligned, odd, 8- but not 16-byte aligned (the
-      // kernel's 8-byte pieces), and the last offset.
-      for (int k = 0, off = 0; k < (n > 100 ? 4 : 16); off = n > 100 ? kWideOffsets[++k & 3] : ++k) {
+      for (int off : offsets(n)) {
         ++round;
         if (g_rank == 0) {
           if (dir == 2) {
