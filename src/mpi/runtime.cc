@@ -15,6 +15,7 @@
 #include "src/p2p/gpu_path.h"
 #include "src/p2p/liveness.h"
 #include "src/p2p/region_batch.h"
+#include "src/p2p/stage_clock.h"
 #include "src/p2p/staged_native.h"
 
 namespace mpix {
@@ -75,12 +76,14 @@ void print_statistics(const char *transport, const progress::TransportStats &t) 
     std::fprintf(stderr,
                  "[mpix] rank %d: device-buffer sends eager %llu, ipc %llu, staged %llu, host rendezvous %llu; "
                  "pageable staging chunks %llu; kernel copies %llu (launches %llu); buffered after a wait %llu, "
-                 "kept %llu\n",
+                 "kept %llu; rendezvous received %llu, found waiting %llu\n",
                  rt.world_rank, static_cast<unsigned long long>(g.eager), static_cast<unsigned long long>(g.ipc),
                  static_cast<unsigned long long>(g.staged), static_cast<unsigned long long>(g.host_rendezvous),
                  static_cast<unsigned long long>(g.pageable), static_cast<unsigned long long>(g.kernel_copies),
                  static_cast<unsigned long long>(g.kernel_launches), static_cast<unsigned long long>(g.buffered),
-                 static_cast<unsigned long long>(g.buffered_kept));
+                 static_cast<unsigned long long>(g.buffered_kept),
+                 static_cast<unsigned long long>(g.rendezvous_received),
+                 static_cast<unsigned long long>(g.found_waiting));
   if (const progress::SingleCopyStats sc = progress::single_copy_stats(); sc.reads + sc.writes + sc.failures > 0)
     std::fprintf(stderr, "[mpix] rank %d: single-copy reads %llu, split parts written %llu (%llu bytes), failed %llu\n",
                  rt.world_rank, static_cast<unsigned long long>(sc.reads),
@@ -224,6 +227,9 @@ int runtime_stop() {
   const char *transport = progress::transport_name();
   p2p::p2p_stop();
   print_statistics(transport, progress::transport_stats());
+#ifdef MPIX_STAGE_CLOCK
+  p2p::stage_clock::print(runtime_mutable().world_rank);
+#endif
   p2p::region_batch_release();
   p2p::gpu_stop();  // after the engine: no transfer uses the pools any more
   CommTable::finalize();

@@ -19,6 +19,7 @@
 #include "progress/immortal.h"
 #include "progress/single_copy.h"
 #include "region_batch.h"
+#include "stage_clock.h"
 #include "src/errors.h"
 
 namespace mpix::p2p {
@@ -274,6 +275,7 @@ void P2PComm::unexpected_consumed(const Message &m) {
 }
 
 void P2PComm::arrived(const progress::Arrival &a) {
+  MPIX_STAGE(kArrived);
   // The transport decoded its own framing; what the envelope and a GPU
   // descriptor say is the protocol's to check, before the matcher (which
   // takes a negative tag for a wildcard) or a copy trusts any of it.
@@ -924,6 +926,7 @@ bool comm_is_handled(MPI_Comm comm) {
 }
 
 int progress_poll() {
+  MPIX_STAGE(kProgressStep);
   liveness_note_poll();
   int n = progress::inflight().poll();
   n += progress::transport_poll();

@@ -23,6 +23,7 @@
 #include "gpu_ops.h"
 #include "gpu_pack.h"
 #include "gpu_wire.h"
+#include "stage_clock.h"
 #include "progress/immortal.h"
 #include "progress/single_copy.h"
 #include "progress/wire.h"
@@ -144,9 +145,32 @@ GpuStats gpu_stats() {
   return s;
 }
 
+#ifdef MPIX_STAGE_CLOCK
+void stage_clock::print(int rank) {
+  // The time stamp counter's rate, against the steady clock over 20 ms.
+  const auto w0 = std::chrono::steady_clock::now();
+  const std::uint64_t c0 = __rdtsc();
+  while (std::chrono::steady_clock::now() - w0 < std::chrono::milliseconds(20)) {
+  }
+  const double ns = std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - w0).count();
+  const double ns_per_cycle = ns / static_cast<double>(__rdtsc() - c0);
+  static const char *const names[kStages] = {"progress step", "gpu progress", "arrived",   "deliver",
+                                             "ipc acquire",   "copy post",    "poll ipc",  "poll not done",
+                                             "complete",      "reply",        "send"};
+  const Totals &t = totals();
+  for (int s = 0; s < kStages; ++s)
+    std::fprintf(stderr, "[mpix stage] rank %d: %-14s calls %10llu  ns/call %8.1f  total ms %9.3f\n", rank, names[s],
+                 static_cast<unsigned long long>(t.calls[s]),
+                 t.calls[s] ? static_cast<double>(t.cycles[s]) * ns_per_cycle / static_cast<double>(t.calls[s]) : 0.0,
+                 static_cast<double>(t.cycles[s]) * ns_per_cycle / 1e6);
+  std::fflush(stderr);
+}
+#endif
+
 int gpu_progress() {
   auto &v = ops();
   if (v.empty()) return 0;
+  MPIX_STAGE(kGpuProgress);
   int events = 0;
   g_poll_now = std::chrono::steady_clock::now();
   // poll() may add operations (never remove): iterate by index.

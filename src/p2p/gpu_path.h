@@ -137,6 +137,10 @@ struct GpuStats {
   // Rendezvous sends whose bytes followed after MPIX_GPU_BUFFER_AFTER_US
   // (sender), and such bytes kept as unexpected eager messages (receiver).
   std::uint64_t buffered = 0, buffered_kept = 0;
+  // GPU rendezvous envelopes taken by receives (receiver), and those of them
+  // that had arrived before their receive was posted: a receiver that falls
+  // behind its sender takes the costlier path of an unexpected message.
+  std::uint64_t rendezvous_received = 0, found_waiting = 0;
 };
 GpuStats gpu_stats();
 

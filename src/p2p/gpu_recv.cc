@@ -18,6 +18,7 @@
 #include "gpu_ops.h"
 #include "gpu_pack.h"
 #include "gpu_wire.h"
+#include "stage_clock.h"
 #include "progress/immortal.h"
 #include "progress/single_copy.h"
 #include "progress/wire.h"
@@ -79,6 +80,7 @@ struct RecvOp final : Op, progress::Pending {
 
   void complete() {
     if (finished) return;
+    MPIX_STAGE(kComplete);
     finished = true;
     if (registered) {
       staging().erase(TransferKey{comm.get(), source, data_tag});
@@ -90,6 +92,7 @@ struct RecvOp final : Op, progress::Pending {
     }
     if (mode == kIpc) {
       if (mapped) g_ipc->release(key);
+      MPIX_STAGE(kReply);
       send_reply(*comm, source, data_tag, kReplyDone, 0);
     }
     r->inner_busy = false;
@@ -107,8 +110,12 @@ struct RecvOp final : Op, progress::Pending {
     if (finished) return;
     if (mode == kIpc) {
       if (!copying && !kernel_copying) return;
+      MPIX_STAGE(kPollIpc);
       const device::Status st = kernel_copying ? device::kernel_copy_test(ticket) : device::event_poll(event);
-      if (st == device::Status::kNotReady) return;
+      if (st == device::Status::kNotReady) {
+        MPIX_STAGE_COUNT(kPollNotDone);
+        return;
+      }
       copying = kernel_copying = false;
       if (st != device::Status::kOk) status = cuda_error(st, "IPC copy");
       complete();
@@ -261,8 +268,13 @@ void gpu_detail::buffered_arrival(P2PComm &c, const progress::Arrival &a) {
 }
 
 bool gpu_deliver(P2PComm &c, Request *r, Message &m) {
-  if (m.gpu_waiting_on != nullptr) gpu_forget(m);
+  MPIX_STAGE(kDeliver);
   const bool gpu_rndv = m.kind == kGpuRendezvous || m.kind == kGpuRendezvousBare;
+  if (gpu_rndv) ++g_stats.rendezvous_received;
+  if (m.gpu_waiting_on != nullptr) {
+    ++g_stats.found_waiting;
+    gpu_forget(m);
+  }
   const int rdevice = m.bytes > 0 || gpu_rndv ? rbuf_device_of(*r) : -1;
   const Layout l = gpu_rndv || (m.bytes > 0 && rdevice >= 0) ? layout_of(r->dtype, r->count) : Layout{};
   if (!gpu_rndv && (m.bytes == 0 || l.bytes == 0)) return false;
@@ -337,6 +349,7 @@ bool gpu_deliver(P2PComm &c, Request *r, Message &m) {
       op->key.size = rts.size;
       std::memcpy(op->key.handle, rts.handle, sizeof op->key.handle);
       g_open_device = op->dst_on_device ? op->dst_device : device::current_device();
+      MPIX_STAGE(kIpcAcquire);
       if (g_ipc->acquire(op->key, &peer) == 0) op->mapped = true;
       else peer = nullptr;  // a stale mapping lies there (gpu_cache.h), or the open failed: staged
     }
@@ -359,6 +372,7 @@ bool gpu_deliver(P2PComm &c, Request *r, Message &m) {
       if (to_host) {
         st = device::kernel_copy(to, true, from, false, n, dev);
       } else {
+        MPIX_STAGE(kCopyPost);
         st = device::kernel_copy_post(to, from, false, n, dev, &op->ticket);
         if (st == device::Status::kOk) op->kernel_copying = true;
       }

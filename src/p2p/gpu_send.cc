@@ -23,6 +23,7 @@
 #include "gpu_ops.h"
 #include "gpu_pack.h"
 #include "gpu_wire.h"
+#include "stage_clock.h"
 #include "progress/immortal.h"
 #include "progress/single_copy.h"
 #include "progress/wire.h"
@@ -360,6 +361,7 @@ void gpu_detail::reply_arrival(P2PComm &c, const progress::Arrival &a) {
 bool gpu_transmit(P2PComm &c, const void *buf, int count, MPI_Datatype dtype, int dest, int tag, SendMode mode,
                   Request *r, progress::EngineLock *lock, int *rc) {
   if (count == 0) return false;
+  MPIX_STAGE(kSend);
   // Classified once: every protocol below works from this. query's seven
   // attributes cost a host buffer ~0.07 us more than a short question
   // (0.27 against 0.20 us, bench_gpu_copy on an H200 host), and asking

@@ -1,0 +1,73 @@
+// Where a device-buffer message's host time goes, stage by stage: a
+// profiling build only (configure with CPPFLAGS=-DMPIX_STAGE_CLOCK). The GPU
+// machine has no perf or gdb, so the per-message path is timed from inside;
+// the default build compiles every MPIX_STAGE to nothing.
+#ifndef MPIX_P2P_STAGE_CLOCK_H
+#define MPIX_P2P_STAGE_CLOCK_H
+
+#ifdef MPIX_STAGE_CLOCK
+#include <x86intrin.h>
+
+#include <cstdint>
+
+namespace mpix::p2p::stage_clock {
+
+enum Stage {
+  kProgressStep,   // one engine progress step (transports, GPU operations)
+  kGpuProgress,    // polling every GPU operation in flight
+  kArrived,        // an envelope handed up by the transport, matched or queued
+  kDeliver,        // a matched GPU envelope turned into a receive operation
+  kIpcAcquire,     // the peer allocation's mapping looked up
+  kCopyPost,       // the copy handed to the resident kernel
+  kPollIpc,        // one test of an IPC receive's copy
+  kPollNotDone,    // (count only) tests that found the copy not done
+  kComplete,       // a finished receive: release, reply, request finished
+  kReply,          // the answer that frees the sender's buffer
+  kSend,           // a device-buffer send (gpu_transmit)
+  kStages
+};
+
+struct Totals {
+  std::uint64_t cycles[kStages] = {};
+  std::uint64_t calls[kStages] = {};
+};
+
+// Per thread: the benchmarks time one thread per rank, and nothing is shared.
+inline Totals &totals() {
+  static thread_local Totals t;
+  return t;
+}
+
+class Scope {
+ public:
+  explicit Scope(Stage s) : s_(s), t0_(__rdtsc()) {}
+  ~Scope() {
+    Totals &t = totals();
+    t.cycles[s_] += __rdtsc() - t0_;
+    ++t.calls[s_];
+  }
+  Scope(const Scope &) = delete;
+  Scope &operator=(const Scope &) = delete;
+
+ private:
+  Stage s_;
+  std::uint64_t t0_;
+};
+
+inline void count(Stage s) { ++totals().calls[s]; }
+
+// One line per stage on stderr (calls, ns per call), at MPI_Finalize.
+void print(int rank);
+
+}  // namespace mpix::p2p::stage_clock
+
+#define MPIX_STAGE_CAT2(a, b) a##b
+#define MPIX_STAGE_CAT(a, b) MPIX_STAGE_CAT2(a, b)
+#define MPIX_STAGE(s) ::mpix::p2p::stage_clock::Scope MPIX_STAGE_CAT(mpix_stage_, __LINE__)(::mpix::p2p::stage_clock::s)
+#define MPIX_STAGE_COUNT(s) ::mpix::p2p::stage_clock::count(::mpix::p2p::stage_clock::s)
+#else
+#define MPIX_STAGE(s) static_cast<void>(0)
+#define MPIX_STAGE_COUNT(s) static_cast<void>(0)
+#endif
+
+#endif
