@@ -195,6 +195,7 @@ struct Ring {
   Control *control = nullptr;
   char *staging = nullptr;
   std::uint64_t next = 1;       // sequence number of the next descriptor
+  std::uint64_t done_floor = 0;  // done() as last read by a post: never above it
   // Descriptors up to this one the host ran instead (copy engines); read
   // without the lock by kernel_copy_test's fast path.
   std::atomic<std::uint64_t> host_done{0};
@@ -392,7 +393,13 @@ Status post_locked(State &s, Ring &r, void *dst, bool dst_host, const void *src,
     r.running = false;
   }
   const std::uint64_t seq = r.next;
-  if (seq - r.done() >= kSlots) return Status::kDeclined;  // its slot's last use is not done
+  // Whether the slot's last use is done, from the last done number read
+  // while it says so: the done word is a line the GPU writes, a cache miss
+  // at each read.
+  if (seq - r.done_floor >= kSlots) {
+    r.done_floor = r.done();
+    if (seq - r.done_floor >= kSlots) return Status::kDeclined;
+  }
   const unsigned slot = static_cast<unsigned>(seq % kSlots);
   char *staging = r.staging + staging_bytes(s.config) * slot;
   const bool inline_payload = src_host && n <= kcopy::kInlineBytes && !dst_host;
@@ -408,8 +415,14 @@ Status post_locked(State &s, Ring &r, void *dst, bool dst_host, const void *src,
   j.n = n;
   j.inline_payload = inline_payload;
   if (inline_payload) std::memcpy(j.bytes, src, n);
+  // The staged bytes before the descriptor that names them. Nothing after
+  // the descriptor needs it visible first (the kernel finds it when it
+  // lands; a kernel that left is seen through its stream), so no full
+  // fence: one made each post wait for the descriptor's line, which the
+  // polling GPU holds (copy post 0.28-0.48 us, bench/RESULTS.md,
+  // fifteenth session).
+  std::atomic_thread_fence(std::memory_order_release);
   write_descriptor(r.ring[slot], seq, from, to, n, inline_payload ? static_cast<const unsigned char *>(src) : nullptr);
-  std::atomic_thread_fence(std::memory_order_seq_cst);
   ++r.next;
   *ticket = seq;
 

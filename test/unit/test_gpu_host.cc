@@ -255,6 +255,37 @@ TEST(GpuIpcCache, CapacityZeroClosesAfterEachTransfer) {
   EXPECT_TRUE(f.open.empty());
 }
 
+TEST(GpuIpcCache, EntryFoundLastIsForgottenWhenClosed) {
+  // acquire() tries the entry it found last before hashing: once that entry
+  // is evicted or cleared, the same key must map again, never reach the
+  // closed mapping.
+  FakeIpc f;
+  IpcCache c = f.cache(1);
+  void *a = nullptr, *b = nullptr, *p = nullptr;
+  ASSERT_EQ(c.acquire(key(1, 0x100, 7), &a), 0);  // stays in use
+  ASSERT_EQ(c.acquire(key(1, 0x200, 8), &b), 0);
+  ASSERT_EQ(c.acquire(key(1, 0x200, 8), &p), 0);  // found last: a hit
+  EXPECT_EQ(p, b);
+  EXPECT_EQ(c.hits(), 1u);
+  c.release(key(1, 0x200, 8));
+  c.release(key(1, 0x200, 8));  // idle, over capacity, the first in use: closed
+  EXPECT_EQ(c.evictions(), 1u);
+  EXPECT_EQ(f.open.count(b), 0u);
+  ASSERT_EQ(c.acquire(key(1, 0x200, 8), &p), 0);  // maps again
+  EXPECT_EQ(c.misses(), 3u);
+  EXPECT_EQ(f.open.count(p), 1u);
+  c.release(key(1, 0x100, 7));  // the first closed; the one found last stays open
+  c.release(key(1, 0x200, 8));
+  EXPECT_EQ(c.size(), 1u);
+  c.clear();
+  EXPECT_EQ(c.size(), 0u);
+  EXPECT_TRUE(f.open.empty());
+  ASSERT_EQ(c.acquire(key(1, 0x200, 8), &p), 0);  // after clear(): a miss, not the closed entry
+  EXPECT_EQ(c.misses(), 4u);
+  EXPECT_EQ(f.open.size(), 1u);
+  c.release(key(1, 0x200, 8));
+}
+
 TEST(GpuIpcCache, OpenFailureLeavesNothing) {
   FakeIpc f;
   IpcCache c = f.cache(4);
