@@ -1,7 +1,9 @@
 // Where a device-buffer message's host time goes, stage by stage: a
 // profiling build only (configure with CPPFLAGS=-DMPIX_STAGE_CLOCK). The GPU
 // machine has no perf or gdb, so the per-message path is timed from inside;
-// the default build compiles every MPIX_STAGE to nothing.
+// the default build compiles every MPIX_STAGE to nothing. x86 only (the
+// time stamp counter), and per thread: the thread that calls MPI_Finalize
+// prints what it ran itself (a progress thread's share is not shown).
 #ifndef MPIX_P2P_STAGE_CLOCK_H
 #define MPIX_P2P_STAGE_CLOCK_H
 
@@ -32,7 +34,7 @@ struct Totals {
   std::uint64_t calls[kStages] = {};
 };
 
-// Per thread: the benchmarks time one thread per rank, and nothing is shared.
+// Per thread: nothing is shared, so the clock itself costs no atomics.
 inline Totals &totals() {
   static thread_local Totals t;
   return t;
