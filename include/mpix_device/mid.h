@@ -274,31 +274,17 @@ MPIXD_UNROLL
       a[k] = b[k] = 0;
       if (i < n) mpixd_mid_load_line(mpixd_mid_line(ring, mask, t, i), &a[k], &b[k]);
     }
-    /* Until every line of the batch carries its flag, the stale ones are
-     * loaded again together: a receiver that starts before the sender's
-     * stores land would otherwise wait one memory round trip per line, as
-     * each line's own spin did (a thread's 128-byte receive: 16 round
-     * trips). */
-    for (;;) {
-      uint32_t stale = 0;
-MPIXD_UNROLL
-      for (uint32_t k = 0; k < MPIXD_MID_BATCH; ++k) {
-        const uint32_t i = i0 + k * lanes;
-        const uint32_t flag = mpixd_mid_flag(t + i / MPIXD_MID_LINES);
-        if (i < n && ((uint32_t)(a[k] >> 32) != flag || (uint32_t)(b[k] >> 32) != flag)) stale |= 1u << k;
-      }
-      if (stale == 0) break;
-#if !defined(__CUDA_ARCH__)
-      sched_yield();
-#endif
-MPIXD_UNROLL
-      for (uint32_t k = 0; k < MPIXD_MID_BATCH; ++k)
-        if ((stale >> k) & 1u) mpixd_mid_load_line(mpixd_mid_line(ring, mask, t, i0 + k * lanes), &a[k], &b[k]);
-    }
 MPIXD_UNROLL
     for (uint32_t k = 0; k < MPIXD_MID_BATCH; ++k) {
       const uint32_t i = i0 + k * lanes;
       if (i >= n) continue;
+      const uint32_t flag = mpixd_mid_flag(t + i / MPIXD_MID_LINES);
+      while ((uint32_t)(a[k] >> 32) != flag || (uint32_t)(b[k] >> 32) != flag) {
+#if !defined(__CUDA_ARCH__)
+        sched_yield();
+#endif
+        mpixd_mid_load_line(mpixd_mid_line(ring, mask, t, i), &a[k], &b[k]);
+      }
       dep |= a[k] ^ b[k];
       const uint64_t v = (a[k] & 0xffffffffull) | b[k] << 32;
       if (i < words) mpixd_word_store(out, i, v);
