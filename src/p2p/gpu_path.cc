@@ -145,28 +145,6 @@ GpuStats gpu_stats() {
   return s;
 }
 
-#ifdef MPIX_STAGE_CLOCK
-void stage_clock::print(int rank) {
-  // The time stamp counter's rate, against the steady clock over 20 ms.
-  const auto w0 = std::chrono::steady_clock::now();
-  const std::uint64_t c0 = __rdtsc();
-  while (std::chrono::steady_clock::now() - w0 < std::chrono::milliseconds(20)) {
-  }
-  const double ns = std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - w0).count();
-  const double ns_per_cycle = ns / static_cast<double>(__rdtsc() - c0);
-  static const char *const names[kStages] = {"progress step", "gpu progress", "arrived",   "deliver",
-                                             "ipc acquire",   "copy post",    "poll ipc",  "poll not done",
-                                             "complete",      "reply",        "send"};
-  const Totals &t = totals();
-  for (int s = 0; s < kStages; ++s)
-    std::fprintf(stderr, "[mpix stage] rank %d: %-14s calls %10llu  ns/call %8.1f  total ms %9.3f\n", rank, names[s],
-                 static_cast<unsigned long long>(t.calls[s]),
-                 t.calls[s] ? static_cast<double>(t.cycles[s]) * ns_per_cycle / static_cast<double>(t.calls[s]) : 0.0,
-                 static_cast<double>(t.cycles[s]) * ns_per_cycle / 1e6);
-  std::fflush(stderr);
-}
-#endif
-
 int gpu_progress() {
   auto &v = ops();
   if (v.empty()) return 0;

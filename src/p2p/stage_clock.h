@@ -10,7 +10,9 @@
 #ifdef MPIX_STAGE_CLOCK
 #include <x86intrin.h>
 
+#include <chrono>
 #include <cstdint>
+#include <cstdio>
 
 namespace mpix::p2p::stage_clock {
 
@@ -28,6 +30,10 @@ enum Stage {
   kSend,           // a device-buffer send (gpu_transmit)
   kStages
 };
+// In the order above.
+inline const char *const kStageNames[kStages] = {"progress step", "gpu progress", "arrived",   "deliver",
+                                                 "ipc acquire",   "copy post",    "poll ipc",  "poll not done",
+                                                 "complete",      "reply",        "send"};
 
 struct Totals {
   std::uint64_t cycles[kStages] = {};
@@ -58,8 +64,23 @@ class Scope {
 
 inline void count(Stage s) { ++totals().calls[s]; }
 
-// One line per stage on stderr (calls, ns per call), at MPI_Finalize.
-void print(int rank);
+// One line per stage on stderr (calls, ns per call), at MPI_Finalize; the
+// time stamp counter's rate taken against the steady clock over 20 ms.
+inline void print(int rank) {
+  const auto w0 = std::chrono::steady_clock::now();
+  const std::uint64_t c0 = __rdtsc();
+  while (std::chrono::steady_clock::now() - w0 < std::chrono::milliseconds(20)) {
+  }
+  const double ns = std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - w0).count();
+  const double ns_per_cycle = ns / static_cast<double>(__rdtsc() - c0);
+  const Totals &t = totals();
+  for (int s = 0; s < kStages; ++s)
+    std::fprintf(stderr, "[mpix stage] rank %d: %-14s calls %10llu  ns/call %8.1f  total ms %9.3f\n", rank,
+                 kStageNames[s], static_cast<unsigned long long>(t.calls[s]),
+                 t.calls[s] ? static_cast<double>(t.cycles[s]) * ns_per_cycle / static_cast<double>(t.calls[s]) : 0.0,
+                 static_cast<double>(t.cycles[s]) * ns_per_cycle / 1e6);
+  std::fflush(stderr);
+}
 
 }  // namespace mpix::p2p::stage_clock
 
