@@ -40,7 +40,7 @@ MPIXD_HD int mpixd_send_progress(const MPIX_Device_comm *h, MPIX_Device_request 
     /* Medium: its slots, its way, then lines and announcement at once. */
     uint32_t slot;
     if (!mpixd_mid_send_ready(h, r, &slot)) return MPIX_DEVICE_PENDING;
-    mpixd_mid_put(h, r->peer, r->chan, r->ticket, r->buf, r->bytes, 0, 1);
+    mpixd_mid_put1(h, r->peer, r->chan, r->ticket, r->buf, r->bytes);
     mpixd_mid_post(h, r->peer, h->bases[r->peer], slot, r->tag, r->seq, (uint32_t)r->bytes, r->ticket);
     r->flags |= MPIXD_R_POSTED;
     r->state = MPIXD_DONE;
@@ -297,7 +297,7 @@ MPIXD_HD int mpixd_recv_progress(const MPIX_Device_comm *h, MPIX_Device_request 
     r->status = mpixd_recv_status(r);
   }
   if (r->state == MPIXD_RECV_BOUND && (r->flags & MPIXD_R_MID)) {
-    mpixd_mid_release(h, r, mpixd_mid_get(h, r, 0, 1));
+    mpixd_mid_release(h, r, mpixd_mid_get1(h, r));
     r->state = MPIXD_DONE;
     r->status = mpixd_recv_status(r);
   }
