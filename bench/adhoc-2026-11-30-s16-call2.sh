@@ -2,18 +2,18 @@
 # medium messages with f0a898e (mpixd_mid_put1/get1, a batch of 16 lines,
 # the last batch of a slot predicated) against the same program built with
 # batches of 8 and of 32 (-DMPIXD_MID_BATCH1=N; extra/bench_dev_p2p_b8,
-# _b32) and 4b5e7d7 (batches of 8, a slot's last lines one by one; call 1's
+# _b32; 4b5e7d7, batches of 8 with a slot's last lines one by one, was call 1's
 # "new"); bench_dev_p2p latency and per-call rows, 2 alternating rounds;
 # NVSHMEM's put+signal in the same call; then the whole GPU testlist
 # (run.sh's sublist stage, after this).
 # Run on the GPU machine as:
 #   MPIX_SUBLIST=. MPIX_ADHOC='source THIS_FILE' bash test/gpu/run.sh adhoc sublist
 ex=$PWD/extra
-for v in b8 b32 4b5; do
+for v in b8 b32; do
   xz -dc "$ex/bench_dev_p2p_$v.xz" > "$ex/bench_dev_p2p_$v" && chmod +x "$ex/bench_dev_p2p_$v" || { echo "unpack failed"; return 1; }
 done
 for round in 1 2; do
-  for who in b16 b8 b32 4b5; do
+  for who in b16 b8 b32; do
     prog=bench/bench_dev_p2p
     [ $who = b16 ] || prog=$ex/bench_dev_p2p_$who
     BENCH_DEV_ONLY=latency,call timeout 60 "$MPIEXEC" -n 2 "$prog" "$OUT/dev_${who}_r$round.csv" \
