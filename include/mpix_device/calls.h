@@ -30,24 +30,6 @@ MPIXD_HD bool mpixd_mid_send_ready(const MPIX_Device_comm *h, MPIX_Device_reques
   return mpixd_claim_slot(h, r->peer, r->tag, r->seq, slot);
 }
 
-/* One thread's medium send (mpixd_mid_send_ready, mpixd_mid_put1, the
- * announcement): false, having written nothing, until it has its slots and
- * way. The first batch of the payload is loaded before the claims, whose
- * loads and atomics are memory round trips of their own, so that its
- * round trip overlaps theirs instead of following them. */
-MPIXD_HD_LOOP bool mpixd_mid_send1(const MPIX_Device_comm *h, MPIX_Device_request *r) {
-  const unsigned char *src = (const unsigned char *)r->buf;
-  const uint32_t words = ((uintptr_t)src & 7) == 0 ? (uint32_t)(r->bytes / 8) : 0;
-  uint64_t first[MPIXD_MID_BATCH1];
-  mpixd_mid_load1(src, r->bytes, words, 0, mpixd_mid_slot_end(mpixd_mid_lines(r->bytes), 0), first);
-  uint32_t slot;
-  if (!mpixd_mid_send_ready(h, r, &slot)) return false;
-  mpixd_mid_put1(h, r->peer, r->chan, r->ticket, r->buf, r->bytes, first);
-  mpixd_mid_post(h, r->peer, h->bases[r->peer], slot, r->tag, r->seq, (uint32_t)r->bytes, r->ticket);
-  r->flags |= MPIXD_R_POSTED;
-  return true;
-}
-
 /* Moves a send on as far as it can without waiting: ring tickets (a
  * message that fits the ring claims all at once, when there is room; a
  * longer one claims them up front and streams), the table entry, then the
@@ -56,7 +38,11 @@ MPIXD_HD int mpixd_send_progress(const MPIX_Device_comm *h, MPIX_Device_request 
   if (r->flags & MPIXD_R_PULL) return mpixd_pull_send_progress(h, r);
   if (r->flags & MPIXD_R_MID) {
     /* Medium: its slots, its way, then lines and announcement at once. */
-    if (!mpixd_mid_send1(h, r)) return MPIX_DEVICE_PENDING;
+    uint32_t slot;
+    if (!mpixd_mid_send_ready(h, r, &slot)) return MPIX_DEVICE_PENDING;
+    mpixd_mid_put1(h, r->peer, r->chan, r->ticket, r->buf, r->bytes);
+    mpixd_mid_post(h, r->peer, h->bases[r->peer], slot, r->tag, r->seq, (uint32_t)r->bytes, r->ticket);
+    r->flags |= MPIXD_R_POSTED;
     r->state = MPIXD_DONE;
     r->status = MPIX_DEVICE_SUCCESS;
     return MPIX_DEVICE_SUCCESS;

@@ -108,13 +108,11 @@ MPIXD_UNROLL
 MPIXD_HD int mpixd_mid_claim(const MPIX_Device_comm *h, int dst, uint32_t c, uint32_t n, uint32_t *ticket) {
   mpixd_schan *sc = mpixd_mid_schan_of(h, h->local, dst, c);
   for (;;) {
-    /* Tail first, so that both loads are in flight at once (an acquire
-     * holds back only what comes after it): one memory round trip, not
-     * two. A credit read after the tail may have passed it, moved by
-     * other senders meanwhile: read both again. A stale tail fails the
-     * CAS below, and a stale credit only understates the room. */
-    const uint32_t tail = mpixd_load_relaxed(&sc->tail);
+    /* Credit before tail: every credit value was written after the tail
+     * passed it (see mpixd_claim_room). */
     uint32_t credit = mpixd_load_acquire_at(&sc->credit, true);
+    const uint32_t tail = mpixd_load_relaxed(&sc->tail);
+    /* A credit moved by another sender past the tail this one read. */
     if (mpixd_diff(tail, credit) < 0) continue;
     if ((uint64_t)(uint32_t)(tail - credit) + n > h->mid_slots) {
       /* Senders that scan together compute the same prefix; the credit
@@ -247,64 +245,47 @@ MPIXD_UNROLL
   }
 }
 
-/* One thread's lines (MPIX_Send and the other one-thread calls),
- * MPIXD_MID_BATCH1 lines at a time with no lane arithmetic per line.
- * Measured, one thread was instruction-bound in mpixd_mid_put/get (built
- * for any lane count, ~98 instructions per line for both, at ~6 cycles
- * each: bench/RESULTS.md, fifteenth session). A batch's loads all issue
- * before its first store, so a batch costs one memory round trip; the
- * last batch of a slot is predicated, not walked line by line (a round
- * trip each). Batches divide slots. The lines are those mpixd_mid_put
+/* One thread's lines (MPIX_Send and the other one-thread calls): slot by
+ * slot from a line pointer, MPIXD_MID_BATCH1 lines at a time with no lane
+ * arithmetic per line. Measured, one thread was instruction-bound in
+ * mpixd_mid_put/get (built for any lane count, ~98 instructions per line
+ * for both, at ~6 cycles each: bench/RESULTS.md, fifteenth session). A
+ * batch's loads all issue before its first store, so a batch costs one
+ * memory round trip; the last batch of a slot is predicated, not walked
+ * line by line (a round trip each). The lines are those mpixd_mid_put
  * writes: either side may be a block. */
 #ifndef MPIXD_MID_BATCH1
 #define MPIXD_MID_BATCH1 16u
 #endif
-
-/* Loads the payload of lines i .. i + MPIXD_MID_BATCH1 (those before `end`;
- * the rest 0) into v; `words` whole 8-byte words of an aligned buffer. */
-MPIXD_HD void mpixd_mid_load1(const unsigned char *src, size_t bytes, uint32_t words, uint32_t i, uint32_t end,
-                              uint64_t *v) {
-  if (i + MPIXD_MID_BATCH1 <= end && i + MPIXD_MID_BATCH1 <= words) {
-MPIXD_UNROLL
-    for (uint32_t k = 0; k < MPIXD_MID_BATCH1; ++k) v[k] = mpixd_word_load(src, i + k);
-    return;
-  }
-MPIXD_UNROLL
-  for (uint32_t k = 0; k < MPIXD_MID_BATCH1; ++k)
-    v[k] = i + k < words ? mpixd_word_load(src, i + k) : i + k < end ? mpixd_mid_payload(src, bytes, i + k) : 0;
-}
-
-/* The end of the lines of the slot that holds line i, in a message of n
- * lines. */
-MPIXD_HD uint32_t mpixd_mid_slot_end(uint32_t n, uint32_t i) {
-  const uint32_t s_end = (i / MPIXD_MID_LINES + 1) * MPIXD_MID_LINES;
-  return n < s_end ? n : s_end;
-}
-
-/* Writes the lines of a medium message (tickets from t) into dst's ring c,
- * the first batch's payload already in `first` (mpixd_mid_load1 of line 0:
- * see mpixd_mid_send1). */
-MPIXD_HD void mpixd_mid_put1(const MPIX_Device_comm *h, int dst, uint32_t c, uint32_t t, const void *buf,
-                             size_t bytes, const uint64_t *first) {
+MPIXD_HD_LOOP void mpixd_mid_put1(const MPIX_Device_comm *h, int dst, uint32_t c, uint32_t t, const void *buf,
+                                  size_t bytes) {
   const uint32_t n = mpixd_mid_lines(bytes);
   unsigned char *const ring = mpixd_mid_slot(h, h->bases[dst], h->rank, c, 0);
   const uint32_t mask = h->mid_slots - 1;
   const unsigned char *src = (const unsigned char *)buf;
   const uint32_t words = ((uintptr_t)src & 7) == 0 ? (uint32_t)(bytes / 8) : 0;
-  for (uint32_t i = 0; i < n; i += MPIXD_MID_BATCH1) {
-    const uint32_t pos = t + i / MPIXD_MID_LINES, end = mpixd_mid_slot_end(n, i);
-    uint64_t *line = (uint64_t *)(ring + (uint64_t)(pos & mask) * MPIXD_MID_SLOT_BYTES + (i % MPIXD_MID_LINES) * 16u);
+  for (uint32_t s0 = 0; s0 < n; s0 += MPIXD_MID_LINES) {
+    const uint32_t pos = t + s0 / MPIXD_MID_LINES;
+    uint64_t *line = (uint64_t *)(ring + (uint64_t)(pos & mask) * MPIXD_MID_SLOT_BYTES);
     const uint64_t flag = (uint64_t)mpixd_mid_flag(pos) << 32;
-    uint64_t v[MPIXD_MID_BATCH1];
-    if (i == 0) {
+    const uint32_t end = n < s0 + MPIXD_MID_LINES ? n : s0 + MPIXD_MID_LINES;
+    for (uint32_t i = s0; i < end; i += MPIXD_MID_BATCH1, line += 2 * MPIXD_MID_BATCH1) {
+      uint64_t v[MPIXD_MID_BATCH1];
+      if (i + MPIXD_MID_BATCH1 <= end && i + MPIXD_MID_BATCH1 <= words) {
 MPIXD_UNROLL
-      for (uint32_t k = 0; k < MPIXD_MID_BATCH1; ++k) v[k] = first[k];
-    } else {
-      mpixd_mid_load1(src, bytes, words, i, end, v);
+        for (uint32_t k = 0; k < MPIXD_MID_BATCH1; ++k) v[k] = mpixd_word_load(src, i + k);
+MPIXD_UNROLL
+        for (uint32_t k = 0; k < MPIXD_MID_BATCH1; ++k)
+          mpixd_mid_store_line(line + 2 * k, (v[k] & 0xffffffffull) | flag, (v[k] >> 32) | flag);
+        continue;
+      }
+MPIXD_UNROLL
+      for (uint32_t k = 0; k < MPIXD_MID_BATCH1; ++k)
+        v[k] = i + k < words ? mpixd_word_load(src, i + k) : i + k < end ? mpixd_mid_payload(src, bytes, i + k) : 0;
+MPIXD_UNROLL
+      for (uint32_t k = 0; k < MPIXD_MID_BATCH1; ++k)
+        if (i + k < end) mpixd_mid_store_line(line + 2 * k, (v[k] & 0xffffffffull) | flag, (v[k] >> 32) | flag);
     }
-MPIXD_UNROLL
-    for (uint32_t k = 0; k < MPIXD_MID_BATCH1; ++k)
-      if (i + k < end) mpixd_mid_store_line(line + 2 * k, (v[k] & 0xffffffffull) | flag, (v[k] >> 32) | flag);
   }
 }
 
