@@ -253,7 +253,10 @@ MPIXD_UNROLL
  * batch's loads all issue before its first store, so a batch costs one
  * memory round trip; the last batch of a slot is predicated, not walked
  * line by line (a round trip each). The lines are those mpixd_mid_put
- * writes: either side may be a block. */
+ * writes: either side may be a block. 16 lines a batch measured against 8
+ * (a round trip more per 128 bytes) and 32 (its registers spilled: 128 B
+ * 3x slower), two H200s, sixteenth session; -DMPIXD_MID_BATCH1=N builds
+ * the others. */
 #ifndef MPIXD_MID_BATCH1
 #define MPIXD_MID_BATCH1 16u
 #endif
