@@ -164,6 +164,15 @@ MPIXD_HD void mpixd_mid_load_line(const uint64_t *line, uint64_t *a, uint64_t *b
 #endif
 }
 
+/* Payload word v as a line carries it: its two halves, each beside the
+ * slot's flag (`flag` already shifted into the upper half). */
+MPIXD_HD void mpixd_mid_put_word(uint64_t *line, uint64_t v, uint64_t flag) {
+  mpixd_mid_store_line(line, (v & 0xffffffffull) | flag, (v >> 32) | flag);
+}
+
+/* The payload word of a line read as (a, b). */
+MPIXD_HD uint64_t mpixd_mid_word(uint64_t a, uint64_t b) { return (a & 0xffffffffull) | b << 32; }
+
 /* Word i of an 8-byte aligned buffer (the host build through memcpy: no
  * type punning). */
 MPIXD_HD uint64_t mpixd_word_load(const unsigned char *p, uint32_t i) {
@@ -240,7 +249,7 @@ MPIXD_UNROLL
       const uint32_t i = i0 + k * lanes;
       if (i >= n) continue;
       const uint64_t flag = (uint64_t)mpixd_mid_flag(t + i / MPIXD_MID_LINES) << 32;
-      mpixd_mid_store_line(mpixd_mid_line(ring, mask, t, i), (v[k] & 0xffffffffull) | flag, (v[k] >> 32) | flag);
+      mpixd_mid_put_word(mpixd_mid_line(ring, mask, t, i), v[k], flag);
     }
   }
 }
@@ -269,7 +278,7 @@ MPIXD_HD_LOOP void mpixd_mid_put1(const MPIX_Device_comm *h, int dst, uint32_t c
   const uint32_t words = ((uintptr_t)src & 7) == 0 ? (uint32_t)(bytes / 8) : 0;
   for (uint32_t s0 = 0; s0 < n; s0 += MPIXD_MID_LINES) {
     const uint32_t pos = t + s0 / MPIXD_MID_LINES;
-    uint64_t *line = (uint64_t *)(ring + (uint64_t)(pos & mask) * MPIXD_MID_SLOT_BYTES);
+    uint64_t *line = mpixd_mid_line(ring, mask, t, s0);
     const uint64_t flag = (uint64_t)mpixd_mid_flag(pos) << 32;
     const uint32_t end = n < s0 + MPIXD_MID_LINES ? n : s0 + MPIXD_MID_LINES;
     for (uint32_t i = s0; i < end; i += MPIXD_MID_BATCH1, line += 2 * MPIXD_MID_BATCH1) {
@@ -279,7 +288,7 @@ MPIXD_UNROLL
         for (uint32_t k = 0; k < MPIXD_MID_BATCH1; ++k) v[k] = mpixd_word_load(src, i + k);
 MPIXD_UNROLL
         for (uint32_t k = 0; k < MPIXD_MID_BATCH1; ++k)
-          mpixd_mid_store_line(line + 2 * k, (v[k] & 0xffffffffull) | flag, (v[k] >> 32) | flag);
+          mpixd_mid_put_word(line + 2 * k, v[k], flag);
         continue;
       }
 MPIXD_UNROLL
@@ -287,7 +296,7 @@ MPIXD_UNROLL
         v[k] = i + k < words ? mpixd_word_load(src, i + k) : i + k < end ? mpixd_mid_payload(src, bytes, i + k) : 0;
 MPIXD_UNROLL
       for (uint32_t k = 0; k < MPIXD_MID_BATCH1; ++k)
-        if (i + k < end) mpixd_mid_store_line(line + 2 * k, (v[k] & 0xffffffffull) | flag, (v[k] >> 32) | flag);
+        if (i + k < end) mpixd_mid_put_word(line + 2 * k, v[k], flag);
     }
   }
 }
@@ -333,7 +342,7 @@ MPIXD_UNROLL
         mpixd_mid_load_line(mpixd_mid_line(ring, mask, t, i), &a[k], &b[k]);
       }
       dep |= a[k] ^ b[k];
-      const uint64_t v = (a[k] & 0xffffffffull) | b[k] << 32;
+      const uint64_t v = mpixd_mid_word(a[k], b[k]);
       if (i < words) mpixd_word_store(out, i, v);
       else mpixd_mid_unpayload(out, keep, i, v);
     }
@@ -348,14 +357,14 @@ MPIXD_UNROLL
 MPIXD_HD_LOOP uint32_t mpixd_mid_get1(const MPIX_Device_comm *h, const MPIX_Device_request *r) {
   const uint32_t n = mpixd_mid_lines(r->msg_bytes);
   const size_t keep = r->msg_bytes < r->bytes ? r->msg_bytes : r->bytes;
-  const unsigned char *const ring = mpixd_mid_slot(h, h->local, r->peer, r->chan, 0);
+  unsigned char *const ring = mpixd_mid_slot(h, h->local, r->peer, r->chan, 0);
   const uint32_t mask = h->mid_slots - 1;
   unsigned char *const out = (unsigned char *)r->buf;
   const uint32_t words = ((uintptr_t)out & 7) == 0 ? (uint32_t)(keep / 8) : 0;
   uint64_t dep = 0;
   for (uint32_t s0 = 0; s0 < n; s0 += MPIXD_MID_LINES) {
     const uint32_t pos = r->ticket + s0 / MPIXD_MID_LINES;
-    const uint64_t *line = (const uint64_t *)(ring + (uint64_t)(pos & mask) * MPIXD_MID_SLOT_BYTES);
+    const uint64_t *line = mpixd_mid_line(ring, mask, r->ticket, s0);
     const uint32_t flag = mpixd_mid_flag(pos);
     const uint32_t end = n < s0 + MPIXD_MID_LINES ? n : s0 + MPIXD_MID_LINES;
     for (uint32_t i = s0; i < end; i += MPIXD_MID_BATCH1, line += 2 * MPIXD_MID_BATCH1) {
@@ -384,7 +393,7 @@ MPIXD_UNROLL
 MPIXD_UNROLL
         for (uint32_t k = 0; k < MPIXD_MID_BATCH1; ++k) {
           dep |= a[k] ^ b[k];
-          mpixd_word_store(out, i + k, (a[k] & 0xffffffffull) | b[k] << 32);
+          mpixd_word_store(out, i + k, mpixd_mid_word(a[k], b[k]));
         }
         continue;
       }
@@ -392,7 +401,7 @@ MPIXD_UNROLL
       for (uint32_t k = 0; k < MPIXD_MID_BATCH1; ++k) {
         if (i + k >= end) continue;
         dep |= a[k] ^ b[k];
-        const uint64_t v = (a[k] & 0xffffffffull) | b[k] << 32;
+        const uint64_t v = mpixd_mid_word(a[k], b[k]);
         if (i + k < words) mpixd_word_store(out, i + k, v);
         else mpixd_mid_unpayload(out, keep, i + k, v);
       }
