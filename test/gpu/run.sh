@@ -167,6 +167,28 @@ on_both_paths() {
     echo "-- $name, MPIX_STREAM_PATH=$sp MPIX_DEVICE_MID_MAX=$mid MPIX_STREAM_PULL_MIN=$pull"; cat "$OUT/${name}_$path.txt"
   done
 }
+# NVSHMEM's put+signal ping-pong (issue 6's anchor), built here against the
+# NVSHMEM this machine has: the baseline of device-initiated messages, for
+# the bench-dev stage and for adhoc calls (output in $OUT/bench_nvshmem.*).
+nvshmem_baseline() {
+  local NVSHMEM_HOME=${NVSHMEM_HOME:-/opt/torch/.venv/lib/python3.12/site-packages/nvidia/nvshmem}
+  local nvshmem_host=$(ls "$NVSHMEM_HOME"/lib/libnvshmem_host.so* 2>/dev/null | head -n 1)
+  if [ -f "$NVSHMEM_HOME/lib/libnvshmem_device.a" ] && [ -n "$nvshmem_host" ] && command -v nvcc >/dev/null; then
+    log "baseline: NVSHMEM put+signal ping-pong (bench/bench_nvshmem.cu, $NVSHMEM_HOME)"
+    if nvcc -rdc=true -arch=native -std=c++17 -O2 -I"$NVSHMEM_HOME/include" \
+        -isystem "$MP/usr/include/x86_64-linux-gnu/mpich" bench/bench_nvshmem.cu -o /tmp/bench_nvshmem \
+        -L"$NVSHMEM_HOME/lib" -lnvshmem_device -Xlinker "$nvshmem_host" -L"$MP/usr/lib/x86_64-linux-gnu" -lmpich \
+        >"$OUT/bench_nvshmem_build.log" 2>&1; then
+      LD_LIBRARY_PATH=$NVSHMEM_HOME/lib:$LD_LIBRARY_PATH timeout 120 "$MPIEXEC" -n 2 /tmp/bench_nvshmem \
+        "$OUT/bench_nvshmem.csv" >"$OUT/bench_nvshmem.txt" 2>&1 || echo "bench_nvshmem failed (exit $?)"
+      cat "$OUT/bench_nvshmem.txt"
+    else
+      echo "bench_nvshmem: build failed (see bench_nvshmem_build.log)"; tail -n 5 "$OUT/bench_nvshmem_build.log"
+    fi
+  else
+    echo "NVSHMEM not found under $NVSHMEM_HOME: no NVSHMEM baseline"
+  fi
+}
 # The entries of the GPU testlist whose program matches a pattern, alone.
 run_sublist() {  # NAME PATTERN TIMEOUT
   grep -E "^$2" test/gpu/testlist >"test/gpu/testlist-$1"
@@ -532,25 +554,8 @@ if [ -x bench/bench_dev_p2p ]; then
   dev_rows nomid latency "the same latency rows without medium messages (MPIX_DEVICE_MID_MAX=0: above 32 B through the payload rings, as before)" \
     MPIX_DEVICE_MID_MAX=0
 fi
-# The baseline in the same run: NVSHMEM's put+signal ping-pong (issue 6's
-# anchor), built here against the NVSHMEM this machine has.
-NVSHMEM_HOME=${NVSHMEM_HOME:-/opt/torch/.venv/lib/python3.12/site-packages/nvidia/nvshmem}
-nvshmem_host=$(ls "$NVSHMEM_HOME"/lib/libnvshmem_host.so* 2>/dev/null | head -n 1)
-if [ -f "$NVSHMEM_HOME/lib/libnvshmem_device.a" ] && [ -n "$nvshmem_host" ] && command -v nvcc >/dev/null; then
-  log "baseline: NVSHMEM put+signal ping-pong (bench/bench_nvshmem.cu, $NVSHMEM_HOME)"
-  if nvcc -rdc=true -arch=native -std=c++17 -O2 -I"$NVSHMEM_HOME/include" \
-      -isystem "$MP/usr/include/x86_64-linux-gnu/mpich" bench/bench_nvshmem.cu -o /tmp/bench_nvshmem \
-      -L"$NVSHMEM_HOME/lib" -lnvshmem_device -Xlinker "$nvshmem_host" -L"$MP/usr/lib/x86_64-linux-gnu" -lmpich \
-      >"$OUT/bench_nvshmem_build.log" 2>&1; then
-    LD_LIBRARY_PATH=$NVSHMEM_HOME/lib:$LD_LIBRARY_PATH timeout 120 "$MPIEXEC" -n 2 /tmp/bench_nvshmem \
-      "$OUT/bench_nvshmem.csv" >"$OUT/bench_nvshmem.txt" 2>&1 || echo "bench_nvshmem failed (exit $?)"
-    cat "$OUT/bench_nvshmem.txt"
-  else
-    echo "bench_nvshmem: build failed (see bench_nvshmem_build.log)"; tail -n 5 "$OUT/bench_nvshmem_build.log"
-  fi
-else
-  echo "NVSHMEM not found under $NVSHMEM_HOME: no NVSHMEM baseline"
-fi
+# The baseline in the same run.
+nvshmem_baseline
 fi
 # Builds of one program with other settings, bundled beside it (e.g.
 # bench_dev_p2p_b16: compiled with -DMPIXD_MID_BATCH=16u; bench_gpu_copy_old:
