@@ -36,7 +36,18 @@ MPIXD_HD void mpixd_copy(void *dst, const void *src, size_t n, unsigned lane, un
       dw[i + 2 * (size_t)lanes] = c;
       dw[i + 3 * (size_t)lanes] = e;
     }
-    for (; i < words; i += lanes) dw[i] = sw[i];
+    /* The rest, at most three words a lane, loaded together before any is
+     * stored: a store may alias the next load, so one word per iteration
+     * waited a whole load each (a remote source: one NVLink round trip per
+     * word; a 32 KiB pull by 1024 lanes took two instead of one). */
+    const int has = (i < words) + (i + lanes < words) + (i + 2 * (size_t)lanes < words);
+    mpixd_w16 t0 = {0, 0}, t1 = {0, 0}, t2 = {0, 0};
+    if (has > 0) t0 = sw[i];
+    if (has > 1) t1 = sw[i + lanes];
+    if (has > 2) t2 = sw[i + 2 * (size_t)lanes];
+    if (has > 0) dw[i] = t0;
+    if (has > 1) dw[i + lanes] = t1;
+    if (has > 2) dw[i + 2 * (size_t)lanes] = t2;
     done = words * 16;
   }
   for (size_t i = done + lane; i < n; i += lanes) d[i] = s[i];

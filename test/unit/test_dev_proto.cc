@@ -172,6 +172,34 @@ TEST(DevProto, ChunksCoverEveryByte) {
   for (uint32_t seq : {0u, 1u, 0xffffffffu}) EXPECT_LT(mpixd_bucket(&h, 5, seq), h.buckets);
 }
 
+// The cooperative copy: lanes share the words, four in flight per lane and
+// the rest (one to three words a lane) loaded together; every length on
+// both sides of each words-per-lane step, with and without 16-byte
+// alignment, the lanes run in reverse order (each copies a disjoint share).
+TEST(DevProto, CopyEveryShareOfLanes) {
+  for (unsigned lanes : {1u, 3u, 32u}) {
+    std::vector<size_t> lengths;
+    for (size_t per = 0; per <= 9; ++per)
+      for (long d : {-17L, -16L, -1L, 0L, 1L, 15L, 16L})
+        if (long(per * lanes * 16) + d >= 0) lengths.push_back(size_t(long(per * lanes * 16) + d));
+    for (size_t n : lengths)
+      for (size_t shift : {0ul, 8ul, 16ul}) {
+        std::vector<unsigned char> src(n + 32), dst(n + 48, 0xee);
+        for (size_t i = 0; i < src.size(); ++i) src[i] = static_cast<unsigned char>(i * 131 + n);
+        // 16-byte aligned starts (shift 0, 16) take the word path; 8 the bytes.
+        auto *d = reinterpret_cast<unsigned char *>((reinterpret_cast<uintptr_t>(dst.data()) + 15) & ~uintptr_t(15));
+        auto *s = reinterpret_cast<unsigned char *>((reinterpret_cast<uintptr_t>(src.data()) + 15) & ~uintptr_t(15));
+        const size_t room = dst.size() - static_cast<size_t>(d - dst.data());
+        ASSERT_LE(n + shift, room);
+        for (unsigned lane = lanes; lane-- > 0;) mpixd_copy(d + shift, s, n, lane, lanes);
+        ASSERT_EQ(std::memcmp(d + shift, s, n), 0) << "n " << n << " lanes " << lanes << " shift " << shift;
+        for (unsigned char *p = dst.data(); p < d + shift; ++p) ASSERT_EQ(*p, 0xee) << "written before, n " << n;
+        for (unsigned char *p = d + shift + n; p < dst.data() + dst.size(); ++p)
+          ASSERT_EQ(*p, 0xee) << "written past, n " << n << " lanes " << lanes;
+      }
+  }
+}
+
 TEST(DevProto, ArgumentChecks) {
   World w(2, Shape{});
   MPIX_Device_request r{};
