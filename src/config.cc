@@ -188,7 +188,7 @@ const ConfigVar kVars[] = {
         "kernel path of *_enqueue: thread blocks that move one large message (at least two 256 KiB chunks) on "
         "each side; a stream communicator's ring holds as many chunks per channel (at least 16)",
         pow2<&Config::stream_wide_blocks, 1, 128>()),
-    row("MPIX_STREAM_PULL_MIN", "16385", "0 .. 2^40",
+    row("MPIX_STREAM_PULL_MIN", "8193", "0 .. 2^40",
         "kernel path of *_enqueue: sends of at least this many bytes from device memory CUDA IPC can map "
         "(cudaMalloc, not pools) to another process are pulled: the receiving kernel copies straight from the "
         "send buffer (one copy instead of two through the ring), and the send completes once it has, as a "
@@ -199,10 +199,11 @@ const ConfigVar kVars[] = {
     row("MPIX_STREAM_PULL_NONBLOCKING", "on", "on or off",
         "on: nonblocking sends (MPIX_Isend_enqueue) of at least MPIX_STREAM_PULL_MIN bytes are pulled too, up to "
         "64 in flight per peer (each completes at its wait once received; the wait copies a pulled receive with "
-        "a block per 128 KiB of its buffer, up to 32). off: only blocking sends are pulled. The bound 16385 "
-        "(above the medium messages) and pulls of nonblocking sends by measurement: 16 KiB - 1 MiB enqueue "
-        "ping-pongs 10.0-18.5 us instead of 13.6-24.0 through the ring, Jacobi N=4096 on four H200s 124.7 "
-        "instead of 139.7 us, a 4 MiB exchange 29 us instead of 215 (bench/RESULTS.md)",
+        "a block per 128 KiB of its buffer, up to 32). off: only blocking sends are pulled. The bound 8193 "
+        "(medium messages up to 8 KiB) and pulls of nonblocking sends by measurement: 12-16 KiB enqueue "
+        "ping-pongs 9.0 us pulled instead of 9.6-10.8 as medium messages, 16 KiB - 1 MiB 10.0-18.5 us instead "
+        "of 13.6-24.0 through the ring, Jacobi N=4096 on four H200s 124.7 instead of 139.7 us, a 4 MiB exchange "
+        "29 us instead of 215 (bench/RESULTS.md)",
         words<&Config::stream_pull_nonblocking, kOnOffWords>()),
     row("MPIX_GPU", "on", "on or off",
         "on: device buffers in point-to-point calls are recognised (one CUDA driver query per send and delivery); "

@@ -182,7 +182,7 @@ std::size_t pull_bound() {
   const char *path = std::getenv("MPIX_STREAM_PATH");
   if (path != nullptr && std::strcmp(path, "host") == 0) return 0;
   const char *env = std::getenv("MPIX_STREAM_PULL_MIN");
-  return env != nullptr ? std::strtoull(env, nullptr, 10) : 16385;  // the default
+  return env != nullptr ? std::strtoull(env, nullptr, 10) : 8193;  // the default (src/config.cc)
 }
 
 void check_status(const MPI_Status &st, int src, int tag, std::size_t n, const char *what) {

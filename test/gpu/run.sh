@@ -159,7 +159,7 @@ on_both_paths() {
   local limit=$1 name=$2 path
   shift 2
   for path in ${MPIX_RUN_PATHS:-auto mid0 host}; do
-    local sp=$path mid=${MPIX_DEVICE_MID_MAX:-16384} pull=${MPIX_STREAM_PULL_MIN:-16385}
+    local sp=$path mid=${MPIX_DEVICE_MID_MAX:-16384} pull=${MPIX_STREAM_PULL_MIN:-8193}
     [ $path = mid0 ] && { sp=auto; mid=0; }
     [ $path = pull0 ] && { sp=auto; pull=0; }
     MPIX_STREAM_PULL_MIN=$pull MPIX_DEVICE_MID_MAX=$mid MPIX_STREAM_PATH=$sp timeout "$limit" "$MPIEXEC" -n "${MPIX_RUN_NP:-2}" "$@" >"$OUT/${name}_$path.txt" 2>&1 ||

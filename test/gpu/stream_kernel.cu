@@ -337,7 +337,7 @@ void pulled_nonblocking(const Ctx &c, std::size_t t, bool pull_on) {
 void pulled(const Ctx &c, bool small) {
   if (g_size != 2 || !g_gpu_path) return;
   const char *env = std::getenv("MPIX_STREAM_PULL_MIN");
-  const std::size_t bound = env != nullptr ? std::strtoull(env, nullptr, 10) : 16385;  // the default
+  const std::size_t bound = env != nullptr ? std::strtoull(env, nullptr, 10) : 8193;  // the default (src/config.cc)
   const bool on = bound > 0;
   const std::size_t t = on ? bound : std::size_t(4) << 20;
   std::vector<std::size_t> list = {t - 1, t, t + 1, std::size_t(8) << 20};
