@@ -73,16 +73,11 @@ MPIXD_HD uint32_t *mpixd_mid_marks(const MPIX_Device_comm *h, char *base, int sr
 #define MPIXD_MID_SCAN 16u
 
 /* How far the credit of ring (dst, c) can move from `credit` (at most to
- * `tail`): past the consecutive slots the receiver has marked emptied,
- * stopping once it reaches `enough` (the credit the caller's claim needs:
- * a window that ends there would otherwise cost one more round trip to
- * find the next mark not yet set; a 16-slot message in a full ring read
- * two windows of 16 marks). The marks are loaded MPIXD_MID_SCAN at a time,
- * all before any is looked at, then one fence (an acquire pattern: the
- * receiver's reads of a slot come before this sender's next lines into
- * it). */
-MPIXD_HD uint32_t mpixd_mid_scan(const MPIX_Device_comm *h, int dst, uint32_t c, uint32_t credit, uint32_t tail,
-                                 uint32_t enough) {
+ * `tail`): past the consecutive slots the receiver has marked emptied. The
+ * marks are loaded MPIXD_MID_SCAN at a time, all before any is looked at,
+ * then one fence (an acquire pattern: the receiver's reads of a slot come
+ * before this sender's next lines into it). */
+MPIXD_HD uint32_t mpixd_mid_scan(const MPIX_Device_comm *h, int dst, uint32_t c, uint32_t credit, uint32_t tail) {
   const uint32_t *marks = mpixd_mid_marks(h, h->bases[dst], h->rank, c);
   const bool near = mpixd_near(h, dst);
   const uint32_t mask = h->mid_slots - 1;
@@ -101,7 +96,7 @@ MPIXD_UNROLL
       k += on ? 1u : 0u;
     }
     to += k;
-    if (k < MPIXD_MID_SCAN || to == tail || mpixd_diff(to, enough) >= 0) break;
+    if (k < MPIXD_MID_SCAN || to == tail) break;
   }
   if (to != credit) mpixd_fence_at(near);
   return to;
@@ -122,7 +117,7 @@ MPIXD_HD int mpixd_mid_claim(const MPIX_Device_comm *h, int dst, uint32_t c, uin
     if ((uint64_t)(uint32_t)(tail - credit) + n > h->mid_slots) {
       /* Senders that scan together compute the same prefix; the credit
        * only grows. */
-      const uint32_t to = mpixd_mid_scan(h, dst, c, credit, tail, tail + n - h->mid_slots);
+      const uint32_t to = mpixd_mid_scan(h, dst, c, credit, tail);
       if (to == credit) return MPIX_DEVICE_AGAIN;
       for (;;) {
         const uint32_t old = mpixd_cas(&sc->credit, credit, to);

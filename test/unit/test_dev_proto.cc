@@ -615,25 +615,6 @@ TEST(DevProto, MidRingBackPressure) {
   EXPECT_EQ(0, std::memcmp(in.data(), d.data(), 600));
 }
 
-// A sender whose ring looks full reads the receiver's slot marks a window
-// at a time and stops at the first window that gives its claim the credit
-// it needs (one more window would cost a memory round trip), or at the
-// first slot not emptied yet, or at the tail.
-TEST(DevProto, MidScanStopsWhenEnough) {
-  World w(2, with_mid(Shape{}, 64, 2048));
-  const MPIX_Device_comm &s = w.h[0];
-  const uint32_t c = mpixd_channel(&s, 9);
-  uint32_t *marks = mpixd_mid_marks(&s, s.bases[1], s.rank, c);
-  for (uint32_t pos = 0; pos < 64; ++pos) marks[pos] = mpixd_mid_flag(pos);
-  EXPECT_EQ(mpixd_mid_scan(&s, 1, c, 0, 64, 0), MPIXD_MID_SCAN);
-  EXPECT_EQ(mpixd_mid_scan(&s, 1, c, 0, 64, MPIXD_MID_SCAN), MPIXD_MID_SCAN);
-  EXPECT_EQ(mpixd_mid_scan(&s, 1, c, 0, 64, MPIXD_MID_SCAN + 1), 2 * MPIXD_MID_SCAN);
-  EXPECT_EQ(mpixd_mid_scan(&s, 1, c, 0, 64, 64), 64u);
-  EXPECT_EQ(mpixd_mid_scan(&s, 1, c, 0, 40, 64), 40u);  // never past the tail
-  marks[5] = 0;
-  EXPECT_EQ(mpixd_mid_scan(&s, 1, c, 0, 64, 64), 5u);
-}
-
 // A medium message into a shorter buffer: the buffer's bytes, the full
 // size, MPIX_DEVICE_ERR_TRUNCATE, nothing written past it; its slots are
 // emptied all the same (the ring keeps going).
