@@ -73,10 +73,14 @@ MPIXD_HD uint32_t *mpixd_mid_marks(const MPIX_Device_comm *h, char *base, int sr
 #define MPIXD_MID_SCAN 16u
 
 /* How far the credit of ring (dst, c) can move from `credit` (at most to
- * `tail`): past the consecutive slots the receiver has marked emptied. The
- * marks are loaded MPIXD_MID_SCAN at a time, all before any is looked at,
- * then one fence (an acquire pattern: the receiver's reads of a slot come
- * before this sender's next lines into it). */
+ * `tail`): past the consecutive slots the receiver has marked emptied, all
+ * of them, not only what the caller's claim needs: the credit found serves
+ * the next sends too (a scan that stopped at the claim's need made every
+ * send of a ping-pong scan: 8 KiB device-initiated 6.9 -> 8.2 us on two
+ * H200s, 2026-11-30). The marks are loaded MPIXD_MID_SCAN at a time, all
+ * before any is looked at, then one fence (an acquire pattern: the
+ * receiver's reads of a slot come before this sender's next lines into
+ * it). */
 MPIXD_HD uint32_t mpixd_mid_scan(const MPIX_Device_comm *h, int dst, uint32_t c, uint32_t credit, uint32_t tail) {
   const uint32_t *marks = mpixd_mid_marks(h, h->bases[dst], h->rank, c);
   const bool near = mpixd_near(h, dst);
