@@ -305,31 +305,36 @@ double span_ns(const std::vector<unsigned long long> &v, MPI_Comm comm) {
 
 // All-to-all: thread g of every rank sends an 8-byte message (tag g) to
 // thread g of every other rank and receives theirs, `rounds` times; the
-// receiver checks each payload (source, thread, round). Receives and sends
+// receiver checks each payload (source, thread, round). `self`: each
+// thread sends to itself instead, one message a round (one process, so
+// Nsight Compute can replay the kernel: the instructions and memory
+// operations a message costs, without a peer). Receives and sends
 // are posted nonblocking and tested together: blocking sends before the
 // receives are MPI's unsafe pattern, and deadlocked on four GPUs (every
 // thread of a rank held in a send whose table way was full).
 constexpr int kA2aPeers = 7;
 __global__ void __launch_bounds__(256, 2) a2a_ipc(MPIX_Device_comm c, int rounds, unsigned long long *first,
-                                                  unsigned long long *last, unsigned *bad) {
+                                                  unsigned long long *last, unsigned *bad, bool self) {
   const unsigned g = blockIdx.x * blockDim.x + threadIdx.x;
+  const int peers = self ? 1 : c.size - 1;
+  const auto from = [&](int p) { return self ? c.rank : (c.rank - p + c.size) % c.size; };
   atomicMin(first, now_ns());
   MPIX_Device_request rq[2 * kA2aPeers];
   unsigned long long in[kA2aPeers];
   for (int r = 0; r < rounds; ++r) {
     const unsigned long long v = (unsigned long long)c.rank << 48 | (unsigned long long)g << 20 | unsigned(r);
     int n = 0;
-    for (int p = 1; p < c.size; ++p)
-      if (MPIX_Irecv(&in[p - 1], 8, (c.rank - p + c.size) % c.size, (int)g, c, &rq[n++]) != MPIX_DEVICE_SUCCESS)
+    for (int p = 1; p <= peers; ++p)
+      if (MPIX_Irecv(&in[p - 1], 8, from(p), (int)g, c, &rq[n++]) != MPIX_DEVICE_SUCCESS) atomicAdd(bad, 1u);
+    for (int p = 1; p <= peers; ++p)
+      if (MPIX_Isend(&v, 8, self ? c.rank : (c.rank + p) % c.size, (int)g, c, &rq[n++]) != MPIX_DEVICE_SUCCESS)
         atomicAdd(bad, 1u);
-    for (int p = 1; p < c.size; ++p)
-      if (MPIX_Isend(&v, 8, (c.rank + p) % c.size, (int)g, c, &rq[n++]) != MPIX_DEVICE_SUCCESS) atomicAdd(bad, 1u);
     unsigned open = (1u << n) - 1;
     while (open != 0)
       for (int i = 0; i < n; ++i)
         if (((open >> i) & 1u) != 0 && MPIX_Test(&rq[i], c) != MPIX_DEVICE_PENDING) open &= ~(1u << i);
-    for (int p = 1; p < c.size; ++p) {
-      const int src = (c.rank - p + c.size) % c.size;
+    for (int p = 1; p <= peers; ++p) {
+      const int src = from(p);
       if (in[p - 1] != ((unsigned long long)src << 48 | (unsigned long long)g << 20 | unsigned(r))) atomicAdd(bad, 1u);
     }
   }
@@ -337,7 +342,7 @@ __global__ void __launch_bounds__(256, 2) a2a_ipc(MPIX_Device_comm c, int rounds
 }
 
 // BENCH_DEV_ONLY=a,b: only these parts (putsig, ops, call, latency,
-// proxy, rate, a2a, bw, raw); all by default.
+// proxy, rate, a2a, allself, bw, raw); all by default.
 bool want(const char *part) {
   const char *only = std::getenv("BENCH_DEV_ONLY");
   return only == nullptr || *only == '\0' || std::strstr(only, part) != nullptr;
@@ -586,7 +591,7 @@ int main(int argc, char **argv) {
     for (int rep = 0; fits && rep < 2; ++rep) {  // the first pays for TLB misses
       t.reset();
       MPI_Barrier(MPI_COMM_WORLD);
-      a2a_ipc<<<blocks, 256>>>(hw, rounds, t.d, t.d + 1, bad);
+      a2a_ipc<<<blocks, 256>>>(hw, rounds, t.d, t.d + 1, bad, false);
       CHECK_CUDA(cudaDeviceSynchronize());
       const double ns = span_ns(t.get(), MPI_COMM_WORLD);
       const double msgs = double(blocks) * 256 * rounds * (size - 1) * size;  // received, all ranks
@@ -597,6 +602,25 @@ int main(int argc, char **argv) {
     unsigned hbad = 0;
     CHECK_CUDA(cudaMemcpy(&hbad, bad, sizeof hbad, cudaMemcpyDeviceToHost));
     if (hbad) std::fprintf(stderr, "[%d] a2a: %u messages corrupted\n", g_rank, hbad);
+  }
+  // The same kernel on one GPU, every thread to itself (rank 0).
+  if (want("allself") && g_rank == 0) {
+    int per_sm = 0;
+    CHECK_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, a2a_ipc, 256, 0));
+    const int blocks = std::max(1, sms * per_sm);
+    const unsigned long long keyed = std::max(0, blocks * 256 - int(MPIXD_DIRECT_TAGS));
+    if (keyed > hs.keys) std::printf("a2a/self: skipped: %llu tags above MPIX_DEVICE_KEYS=%u\n", keyed, hs.keys);
+    CHECK_CUDA(cudaMemset(bad, 0, sizeof(unsigned)));
+    for (int rep = 0; keyed <= hs.keys && rep < 2; ++rep) {
+      t.reset();
+      a2a_ipc<<<blocks, 256>>>(hs, 20, t.d, t.d + 1, bad, true);
+      CHECK_CUDA(cudaDeviceSynchronize());
+      const auto v = t.get();
+      if (rep == 1) row("a2a/self", "self", 8, double(blocks) * 256 * 20 / ((v[1] - v[0]) / 1e9) / 1e6, "Mmsg/s");
+    }
+    unsigned hbad = 0;
+    CHECK_CUDA(cudaMemcpy(&hbad, bad, sizeof hbad, cudaMemcpyDeviceToHost));
+    if (hbad) std::fprintf(stderr, "[%d] a2a/self: %u messages corrupted\n", g_rank, hbad);
   }
 
   // ---- bandwidth at 16 MiB ----
