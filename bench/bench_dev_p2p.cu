@@ -322,6 +322,9 @@ __global__ void __launch_bounds__(256, 2) a2a_ipc(MPIX_Device_comm c, int rounds
   MPIX_Device_request rq[2 * kA2aPeers];
   unsigned long long in[kA2aPeers];
   for (int r = 0; r < rounds; ++r) {
+#if defined(A2A_SYNCWARP)
+    __syncwarp();
+#endif
     const unsigned long long v = (unsigned long long)c.rank << 48 | (unsigned long long)g << 20 | unsigned(r);
     int n = 0;
     for (int p = 1; p <= peers; ++p)
