@@ -95,7 +95,7 @@ endif
 # latency, message rate, bandwidth; see bench/RESULTS.md.
 if HAVE_CUDA
 noinst_PROGRAMS += bench/bench_dev_p2p
-bench_bench_dev_p2p_SOURCES = bench/bench_dev_p2p.cu
+bench_bench_dev_p2p_SOURCES = bench/bench_dev_p2p.cu bench/gpu_span.h
 bench_bench_dev_p2p_LDADD = src/libmpix.la $(MPI_LIBS) $(CUDA_LIBS)
 bench_bench_dev_p2p_LDFLAGS = -no-install
 bench_bench_dev_p2p_LINK = $(LIBTOOL) $(AM_V_lt) --tag=CXX --mode=link $(CXX) $(AM_CXXFLAGS) $(CXXFLAGS) \

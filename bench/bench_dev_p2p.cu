@@ -34,6 +34,7 @@
 
 #include "mpix.h"
 #include "mpix_device.h"
+#include "bench/gpu_span.h"
 #include "test/gpu/gpu_common.h"
 
 namespace {
@@ -283,24 +284,9 @@ struct Timers {
 FILE *g_csv = nullptr;
 int g_rank = 0;
 
-// The run's time across ranks: the longest of each rank's own span (its
-// first start .. its last end, one GPU's %globaltimer). Timestamps of two
-// GPUs are never subtracted: their globaltimers are not synchronised, and
-// a span from one GPU's start to another's end made NVSHMEM's all-to-all
-// 1430 M msg/s on one host and 6854 on another. Each rank's span includes
-// the wait for the others' kernels to start (the launch skew after a
-// barrier). The cross-GPU span is printed to stderr beside it, to show
-// the clocks' disagreement. Collective over `comm`.
+// A run's time across ranks from Timers' first and last (gpu_span.h).
 double span_ns(const std::vector<unsigned long long> &v, MPI_Comm comm) {
-  const unsigned long long own = v[1] - v[0];
-  unsigned long long longest = 0, first = 0, last = 0;
-  MPI_Reduce(&own, &longest, 1, MPI_UNSIGNED_LONG_LONG, MPI_MAX, 0, comm);
-  MPI_Reduce(&v[0], &first, 1, MPI_UNSIGNED_LONG_LONG, MPI_MIN, 0, comm);
-  MPI_Reduce(&v[1], &last, 1, MPI_UNSIGNED_LONG_LONG, MPI_MAX, 0, comm);
-  if (g_rank == 0)
-    std::fprintf(stderr, "span: longest own %.1f us, across GPUs' clocks %.1f us\n", longest / 1e3,
-                 (double)(long long)(last - first) / 1e3);
-  return double(longest);
+  return longest_span_ns(v[0], v[1], comm, "span");
 }
 
 // All-to-all: thread g of every rank sends an 8-byte message (tag g) to
@@ -318,6 +304,7 @@ __global__ void __launch_bounds__(256, 2) a2a_ipc(MPIX_Device_comm c, int rounds
   const unsigned g = blockIdx.x * blockDim.x + threadIdx.x;
   const int peers = self ? 1 : c.size - 1;
   const auto from = [&](int p) { return self ? c.rank : (c.rank - p + c.size) % c.size; };
+  const auto to = [&](int p) { return self ? c.rank : (c.rank + p) % c.size; };
   atomicMin(first, now_ns());
   MPIX_Device_request rq[2 * kA2aPeers];
   unsigned long long in[kA2aPeers];
@@ -330,8 +317,7 @@ __global__ void __launch_bounds__(256, 2) a2a_ipc(MPIX_Device_comm c, int rounds
     for (int p = 1; p <= peers; ++p)
       if (MPIX_Irecv(&in[p - 1], 8, from(p), (int)g, c, &rq[n++]) != MPIX_DEVICE_SUCCESS) atomicAdd(bad, 1u);
     for (int p = 1; p <= peers; ++p)
-      if (MPIX_Isend(&v, 8, self ? c.rank : (c.rank + p) % c.size, (int)g, c, &rq[n++]) != MPIX_DEVICE_SUCCESS)
-        atomicAdd(bad, 1u);
+      if (MPIX_Isend(&v, 8, to(p), (int)g, c, &rq[n++]) != MPIX_DEVICE_SUCCESS) atomicAdd(bad, 1u);
     unsigned open = (1u << n) - 1;
     while (open != 0)
       for (int i = 0; i < n; ++i)

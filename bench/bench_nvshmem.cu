@@ -20,6 +20,8 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "gpu_span.h"
+
 namespace {
 
 #define CHECK_CUDA(x)                                                                       \
@@ -205,21 +207,13 @@ int main(int argc, char **argv) {
       nvshmem_barrier_all();
       a2a<<<blocks, 256>>>(data, asig, src, rounds, me, size, tt, tt + 1);
       CHECK_CUDA(cudaDeviceSynchronize());
-      unsigned long long v[2], all[2] = {0, 0}, own = 0, longest = 0;
+      unsigned long long v[2];
       CHECK_CUDA(cudaMemcpy(v, tt, sizeof v, cudaMemcpyDeviceToHost));
-      // Each PE's own span, the longest of them: two GPUs' globaltimers
-      // are not synchronised (as bench_dev_p2p's span_ns).
-      own = v[1] - v[0];
-      MPI_Reduce(&own, &longest, 1, MPI_UNSIGNED_LONG_LONG, MPI_MAX, 0, MPI_COMM_WORLD);
-      MPI_Reduce(&v[0], &all[0], 1, MPI_UNSIGNED_LONG_LONG, MPI_MIN, 0, MPI_COMM_WORLD);
-      MPI_Reduce(&v[1], &all[1], 1, MPI_UNSIGNED_LONG_LONG, MPI_MAX, 0, MPI_COMM_WORLD);
+      const double ns = longest_span_ns(v[0], v[1], MPI_COMM_WORLD, "a2a span");
       char name[32];
       std::snprintf(name, sizeof name, "a2a/%dgpu", size);
       const double msgs = double(T) * rounds * (size - 1) * size;
-      if (me == 0)
-        std::fprintf(stderr, "a2a span: longest own %.1f us, across GPUs' clocks %.1f us\n", longest / 1e3,
-                     (double)(long long)(all[1] - all[0]) / 1e3);
-      if (me == 0 && rep == 1) row(name, 8, msgs / (longest / 1e9) / 1e6, "Mmsg/s");
+      if (me == 0 && rep == 1) row(name, 8, msgs / (ns / 1e9) / 1e6, "Mmsg/s");
     }
     nvshmem_barrier_all();
     if (data) nvshmem_free(data);
