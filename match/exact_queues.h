@@ -19,11 +19,16 @@ class ExactQueues {
   ExactQueues() : core_(/*with_index_links=*/false) {}
 
   PostResult post(Key k, Cookie receive) {
+    return post_with(k, [receive] { return receive; });
+  }
+  // post() whose cookie is made only if the receive is queued (a blocking
+  // receive whose message is here needs no record of its own).
+  template <class MakeCookie>
+  PostResult post_with(Key k, MakeCookie&& make_cookie) {
     if (!is_valid_message_key(k)) return PostResult{Status::kInvalidKey, 0, {}};
     ++core_.counters.posts;
     PostResult r{Status::kQueued, 0, {}};
-    if (match_or_queue</*kIncomingIsMessage=*/false>(pack(k), [receive] { return receive; }, r.partner,
-                                                    r.handle)) {
+    if (match_or_queue</*kIncomingIsMessage=*/false>(pack(k), make_cookie, r.partner, r.handle)) {
       r.status = Status::kMatched;
     }
     return r;

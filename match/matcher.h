@@ -75,6 +75,11 @@ class Matcher {
   PostResult post(Key pattern, Cookie receive) {
     return with_queues([&](auto& q) { return q.post(pattern, receive); });
   }
+  // post() that calls make_cookie() only when the receive is queued.
+  template <class MakeCookie>
+  PostResult post_with(Key pattern, MakeCookie&& make_cookie) {
+    return with_queues([&](auto& q) { return q.post_with(pattern, make_cookie); });
+  }
   // A message envelope arrived: matches the earliest-posted eligible receive
   // or queues the message as unexpected.
   ArriveResult arrive(Key envelope, Cookie message) {

@@ -64,6 +64,11 @@ class WildcardQueues {
   WildcardQueues() : core_(/*with_index_links=*/true) {}
 
   PostResult post(Key k, Cookie receive) {
+    return post_with(k, [receive] { return receive; });
+  }
+  // post() whose cookie is made only if the receive is queued.
+  template <class MakeCookie>
+  PostResult post_with(Key k, MakeCookie&& make_cookie) {
     if (!is_valid_receive_key(k)) return PostResult{Status::kInvalidKey, 0, {}};
     ++core_.counters.posts;
     core_.tick();
@@ -86,7 +91,7 @@ class WildcardQueues {
       return PostResult{Status::kMatched, c, {}};
     }
     b->set_holds_unexpected(false);  // the list is empty or holds receives
-    const RecvHandle h = core_.fifo_push_new(*b, pk, receive);
+    const RecvHandle h = core_.fifo_push_new(*b, pk, make_cookie());
     ++pending_[pattern];
     core_.note_queued(/*unexpected=*/false);
     return PostResult{Status::kQueued, 0, h};

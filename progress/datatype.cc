@@ -49,4 +49,19 @@ int unpack_bytes(const void *in, int in_bytes, void *buf, int count, MPI_Datatyp
   return PMPI_Unpack(in, in_bytes, &position, BottomView::base(), 1, view.type(), comm);
 }
 
+Layout layout_of_other(MPI_Datatype type, MPI_Count count) {
+  Layout l;
+  PMPI_Type_size_x(type, &l.type_size);
+  l.bytes = l.type_size * count;
+  MPI_Count true_lb = 0, true_extent = 0, lb = 0, extent = 0;
+  PMPI_Type_get_true_extent_x(type, &true_lb, &true_extent);
+  PMPI_Type_get_extent_x(type, &lb, &extent);
+  l.true_lb = static_cast<MPI_Aint>(true_lb);
+  // One element is dense when its true extent is its size; count elements
+  // stay dense when the stride (extent) adds no gap either.
+  l.contiguous =
+      true_extent == l.type_size && (count <= 1 || extent == l.type_size) && dense_in_order(type);
+  return l;
+}
+
 }  // namespace mpix::progress

@@ -52,25 +52,20 @@ inline int common_type_size(MPI_Datatype type) {
   return -1;
 }
 
+// layout_of() of a type that is not one of the common ones (MPI calls).
+Layout layout_of_other(MPI_Datatype type, MPI_Count count);
+
+// Inline for the common types: a receive classifies its buffer with it, and
+// the call itself cost as much as the rest of it.
 inline Layout layout_of(MPI_Datatype type, MPI_Count count) {
-  Layout l;
   if (const int size = common_type_size(type); size > 0) {
+    Layout l;
     l.type_size = size;
     l.bytes = size * count;
     l.contiguous = true;
     return l;
   }
-  PMPI_Type_size_x(type, &l.type_size);
-  l.bytes = l.type_size * count;
-  MPI_Count true_lb = 0, true_extent = 0, lb = 0, extent = 0;
-  PMPI_Type_get_true_extent_x(type, &true_lb, &true_extent);
-  PMPI_Type_get_extent_x(type, &lb, &extent);
-  l.true_lb = static_cast<MPI_Aint>(true_lb);
-  // One element is dense when its true extent is its size; count elements
-  // stay dense when the stride (extent) adds no gap either.
-  l.contiguous =
-      true_extent == l.type_size && (count <= 1 || extent == l.type_size) && dense_in_order(type);
-  return l;
+  return layout_of_other(type, count);
 }
 
 // Predefined types need no reference; derived ones may be freed by the

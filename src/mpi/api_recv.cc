@@ -13,25 +13,6 @@ using namespace mpix::p2p;
 
 namespace {
 
-// A receive nobody else can see: lives on the caller's stack until complete.
-int blocking_recv(void *buf, int count, MPI_Datatype dtype, int source, int tag, MPI_Comm comm,
-                  P2PComm *c, MPI_Status *status, progress::EngineLock &lock) {
-  Request r;
-  r.kind = ReqKind::kRecv;
-  r.comm.borrow(c);  // the call holds comm
-  r.rbuf = buf;
-  r.count = count;
-  r.dtype = dtype;
-  r.peer = source;
-  r.tag = tag;
-  int rc = c->start_recv(&r);
-  if (rc != MPI_SUCCESS) return rc;
-  while (!r.complete || r.inner_busy) progress_wait(lock);
-  r.write_status(status);
-  (void)comm;
-  return r.st_error;
-}
-
 int check_recv(MPI_Comm comm, const P2PComm &c, void *buf, int count, MPI_Datatype dtype, int source, int tag,
                const char *func) {
   if (int rc = check_pattern(comm, c, source, tag, func)) return rc;
@@ -106,7 +87,7 @@ MPIX_INTERCEPT int MPI_Recv(void *buf, int count, MPI_Datatype dtype, int source
     return MPI_SUCCESS;
   }
   auto lock = engine_lock();
-  const int rc = blocking_recv(buf, count, dtype, source, tag, comm, c, status, lock);
+  const int rc = c->recv(buf, count, dtype, source, tag, status, lock);
   lock.unlock();
   return rc == MPI_SUCCESS ? rc : raise_class(comm, rc);
 }

@@ -513,11 +513,72 @@ void P2PComm::classify_receive(Request *r) const {
   }
 }
 
-int P2PComm::start_recv(Request *r) {
+void P2PComm::begin_recv(Request *r) {
   op_started();
   r->complete = false;
   r->st_cancelled = false;
   classify_receive(r);
+}
+
+int P2PComm::recv(void *buf, int count, MPI_Datatype dtype, int source, int tag, MPI_Status *status,
+                  progress::EngineLock &lock) {
+  // The receive's request lives on this stack, made only where something
+  // must wait in it or deliver into it: a message already here, eager, into
+  // host memory is copied out with no request at all (a flood of unexpected
+  // messages received one by one paid a fifth of its receive for one).
+  std::optional<Request> r;
+  auto make = [&] {
+    Request &q = r.emplace();
+    q.kind = ReqKind::kRecv;
+    q.comm.borrow(this);  // the call holds the communicator
+    q.rbuf = buf;
+    q.count = count;
+    q.dtype = dtype;
+    q.peer = source;
+    q.tag = tag;
+    return &q;
+  };
+  if (region_open()) {
+    if (const int rc = start_recv(make()); rc != MPI_SUCCESS) return rc;
+  } else {
+    const match::PostResult res = matcher_->post_with(pattern_key(source, tag), [&] {
+      Request *q = make();
+      begin_recv(q);
+      q->queued = true;
+      return reinterpret_cast<match::Cookie>(q);
+    });
+    if (res.matched()) {
+      std::unique_ptr<Message> m(reinterpret_cast<Message *>(res.partner));
+      unexpected_consumed(*m);
+      if (m->kind == kEager) {
+        const Layout l = layout_of(dtype, count);
+        if (l.contiguous && (l.bytes == 0 || device::device_of(buf) < 0)) {
+          if ((m->flags & progress::kFlagSyncAck) != 0) link_->matched(m->arrival());
+          const auto capacity = static_cast<std::uint64_t>(l.bytes);
+          const std::uint64_t n = m->bytes < capacity ? m->bytes : capacity;
+          if (n > 0) std::memcpy(static_cast<char *>(buf) + l.true_lb, m->payload, n);
+          status_fill(status, m->source, m->tag, -1, static_cast<MPI_Count>(n), false);
+          return m->bytes > capacity ? MPI_ERR_TRUNCATE : MPI_SUCCESS;
+        }
+      }
+      Request *q = make();
+      begin_recv(q);
+      deliver(q, *m);
+    } else if (res.status == match::Status::kQueued) {
+      r->match_handle = res.handle;
+      receive_queued();
+      link_->want_more();  // it cannot match until more messages come in
+    } else {
+      return MPI_ERR_INTERN;  // (an invalid key: no request was made)
+    }
+  }
+  while (!r->complete || r->inner_busy) progress_wait(lock);
+  r->write_status(status);
+  return r->st_error;
+}
+
+int P2PComm::start_recv(Request *r) {
+  begin_recv(r);
   if (region_open()) {
     // Matched at the next flush (progress, probe or region close); wildcards
     // are refused inside a region (check_pattern), so the key is exact.

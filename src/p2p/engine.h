@@ -166,6 +166,10 @@ class P2PComm final : public CommState, public progress::ArrivalSink {
   // ---- receives ----
   // Starts r (kind kRecv): matches it against arrived messages or queues it.
   int start_recv(Request *r);
+  // A blocking receive (MPI_Recv): returns when it completed, its status
+  // written. MPI error code.
+  int recv(void *buf, int count, MPI_Datatype dtype, int source, int tag, MPI_Status *status,
+           progress::EngineLock &lock);
   // Completes r with message m (taken out of the matcher).
   void deliver(Request *r, Message &m);
   // Sets r's host_capacity and host_lb (request.h) from its buffer and type:
@@ -231,6 +235,8 @@ class P2PComm final : public CommState, public progress::ArrivalSink {
  private:
   friend struct GpuAccess;  // gpu_path.cc: the channels and transmit()
 
+  // start_recv()'s first part: counted, fields reset, buffer classified.
+  void begin_recv(Request *r);
   void receive_queued();
   void receive_unqueued();
   void unexpected_consumed(const Message &m);

@@ -131,8 +131,17 @@ class OrderedDifferential {
     const Cookie c = next_cookie_++;
     std::uint64_t ref_id = 0;
     const auto want = ref_.post(k, c, &ref_id);
-    const PostResult got = m_.post(k, c);
+    // Every other post through post_with (the engine's blocking receive),
+    // whose cookie must be made exactly when the receive is queued.
+    int made = 0;
+    const PostResult got = c % 2 == 0 ? m_.post(k, c) : m_.post_with(k, [&] {
+      ++made;
+      return c;
+    });
     ASSERT_EQ(got.matched(), want.has_value()) << where() << " post " << str(k);
+    if (c % 2 != 0) {
+      ASSERT_EQ(made, want ? 0 : 1) << where() << " post_with " << str(k);
+    }
     if (want) {
       ASSERT_EQ(got.partner, *want) << where() << " post " << str(k);
     } else {

@@ -71,6 +71,31 @@ TEST_P(AnyMode, ArriveWithMakesTheCookieOnlyWhenQueued) {
   EXPECT_EQ(made, 1);
 }
 
+// post_with makes the receive's cookie only when the receive is queued (the
+// engine's blocking receive of a message already here makes no request), and
+// counts as a post, matched or not.
+TEST_P(AnyMode, PostWithMakesTheCookieOnlyWhenQueued) {
+  Matcher m(GetParam());
+  int made = 0;
+  const auto make = [&made] {
+    ++made;
+    return Cookie{100};
+  };
+  ASSERT_EQ(m.arrive(kA, 200).status, Status::kQueued);
+  const PostResult matched = m.post_with(kA, make);
+  ASSERT_EQ(matched.status, Status::kMatched);
+  EXPECT_EQ(matched.partner, 200u);
+  EXPECT_EQ(made, 0);
+  ASSERT_EQ(m.post_with(kA, make).status, Status::kQueued);
+  EXPECT_EQ(made, 1);
+  EXPECT_EQ(m.stats().posted_depth, 1u);
+  EXPECT_EQ(m.stats().posts, 2u);
+  EXPECT_EQ(m.stats().matches, 1u);
+  const ArriveResult a = m.arrive(kA, 201);
+  ASSERT_EQ(a.status, Status::kMatched);
+  EXPECT_EQ(a.partner, 100u);
+}
+
 // key_busy tells a batch caller which keys must go through the queues.
 TEST_P(AnyMode, KeyBusyWhileAnythingOfTheKeyIsQueued) {
   Matcher m(GetParam());

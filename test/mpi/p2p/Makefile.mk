@@ -32,6 +32,12 @@ test_mpi_p2p_datatypes_SOURCES = test/mpi/p2p/datatypes.c
 test_mpi_p2p_datatypes_CFLAGS = $(MPIX_CFLAGS) -I$(top_srcdir)/test/mpi
 test_mpi_p2p_datatypes_LDADD = src/libmpix.la $(MPI_LIBS)
 test_mpi_p2p_datatypes_LDFLAGS = -no-install
+check_PROGRAMS += test/mpi/p2p/recv_arrived
+test_mpi_p2p_recv_arrived_SOURCES = test/mpi/p2p/recv_arrived.c
+test_mpi_p2p_recv_arrived_CFLAGS = $(MPIX_CFLAGS) -I$(top_srcdir)/test/mpi
+test_mpi_p2p_recv_arrived_LDADD = src/libmpix.la $(MPI_LIBS)
+test_mpi_p2p_recv_arrived_LDFLAGS = -no-install
+
 check_PROGRAMS += test/mpi/p2p/truncate
 test_mpi_p2p_truncate_SOURCES = test/mpi/p2p/truncate.c
 test_mpi_p2p_truncate_CFLAGS = $(MPIX_CFLAGS) -I$(top_srcdir)/test/mpi
