@@ -13,7 +13,7 @@ src_libmpixcore_la_SOURCES = \
 	src/mpi/runtime.cc src/mpi/runtime.h src/runtime_state.cc src/runtime_state.h \
 	src/visibility.h \
 	src/mpi/api_comm.cc src/mpi/comm_idup.cc src/mpi/api_common.h src/mpi/api_common.cc src/mpi/api_probe.cc src/mpi/api_recv.cc \
-	src/mpi/api_more.cc src/mpi/api_send.cc src/mpi/api_wait.cc src/p2p/comms.h src/p2p/datatype.h src/p2p/liveness.cc src/p2p/liveness.h \
+	src/mpi/api_barrier.cc src/mpi/api_more.cc src/mpi/api_send.cc src/mpi/api_wait.cc src/p2p/comms.h src/p2p/datatype.h src/p2p/liveness.cc src/p2p/liveness.h \
 	src/p2p/engine.cc src/p2p/engine.h src/p2p/split_copy.cc src/p2p/hints.cc src/p2p/hints.h \
 	src/p2p/gpu_pack.cc src/p2p/gpu_pack.h src/p2p/gpu_path.cc src/p2p/gpu_path.h src/p2p/gpu_ops.h src/p2p/gpu_send.cc src/p2p/gpu_recv.cc src/p2p/gpu_cache.h src/p2p/gpu_tags.h src/p2p/stage_clock.h \
 	src/p2p/gpu_wire.cc src/p2p/gpu_wire.h \

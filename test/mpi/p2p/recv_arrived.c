@@ -16,7 +16,9 @@
  *   - MPI_Issend of an eager size stays incomplete while its message waits
  *     unreceived and completes once the receive takes it;
  *   - the blocking receive is mpix's: mpix_matches rises by one per receive
- *     and the unexpected queue empties (mpix_unexpected_depth).
+ *     and the unexpected queue empties (mpix_unexpected_depth);
+ *   - MPI_Barrier takes in the messages that reached this process while it
+ *     waited (in mpix's queue before any receive).
  * Ranks 1.. send to rank 0 (at 3 ranks rank 0 receives both senders'
  * messages interleaved). */
 #include <stdint.h>
@@ -235,6 +237,47 @@ static void promises(MPI_Comm comm, const char *name) {
   MPI_Barrier(comm);
 }
 
+/* MPI_Barrier takes in what reached this process while it waited: messages
+ * the shared-memory rings carried are in mpix's unexpected queue when the
+ * barrier returns, before any receive. Checked where the sender saw its
+ * messages go through the rings (mpix_shm_ring); received in full either way. */
+static void taken_in_by_barrier(MPI_Comm comm, const char *name) {
+  enum { kN = 500, kTag = 2000 };
+  long long sent_by_ring = 0;
+  if (rank == 1) {
+    mtest_pvar_t ring = mtest_pvar_open("mpix_shm_ring");
+    const long long r0 = mtest_pvar_read(&ring);
+    uint64_t out[kN];
+    MPI_Request q[kN];
+    for (int i = 0; i < kN; i++) {
+      out[i] = 977u * (uint64_t)i + 5;
+      MPI_Isend(&out[i], 1, MPI_UINT64_T, 0, kTag + i % 7, comm, &q[i]);
+    }
+    MPI_Waitall(kN, q, MPI_STATUSES_IGNORE);
+    sent_by_ring = mtest_pvar_read(&ring) - r0;
+    MPI_Barrier(comm);
+    MPI_Send(&sent_by_ring, 1, MPI_LONG_LONG, 0, kTag + 100, comm);
+  } else {
+    MPI_Barrier(comm);
+  }
+  if (rank != 0) {
+    MPI_Barrier(comm);
+    return;
+  }
+  const long long depth = level("mpix_unexpected_depth");
+  MPI_Recv(&sent_by_ring, 1, MPI_LONG_LONG, 1, kTag + 100, comm, MPI_STATUS_IGNORE);
+  MTEST_CHECK(sent_by_ring < kN || depth >= kN,
+              "%s: %lld of %d messages in mpix's queue after the barrier, though the rings carried them", name,
+              depth, kN);
+  for (int i = 0; i < kN; i++) {
+    uint64_t v = 0;
+    MPI_Recv(&v, 1, MPI_UINT64_T, 1, kTag + i % 7, comm, MPI_STATUS_IGNORE);
+    MTEST_CHECK(v == 977u * (uint64_t)i + 5, "%s: message %d after the barrier: %llu", name, i,
+                (unsigned long long)v);
+  }
+  MPI_Barrier(comm);
+}
+
 int main(int argc, char **argv) {
   MPI_Init(&argc, &argv);
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
@@ -255,6 +298,7 @@ int main(int argc, char **argv) {
     MPI_Comm_set_errhandler(comms[i].comm, MPI_ERRORS_RETURN);
     flood(comms[i].comm, comms[i].name);
     promises(comms[i].comm, comms[i].name);
+    taken_in_by_barrier(comms[i].comm, comms[i].name);
   }
   mtest_free_comms(comms, n);
   return mtest_finalize();
