@@ -109,6 +109,10 @@ bool Ring::peek(Message *m) {
   }
 }
 
+bool Ring::waiting() const {
+  return lap_word(slot(tail_))->load(std::memory_order_acquire) == lap_of(tail_);
+}
+
 void Ring::pop() {
   // Slots inside the message may start one of the sender's next lap: their
   // lap words (payload bytes now, which could read as any lap) are zeroed

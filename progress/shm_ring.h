@@ -56,6 +56,8 @@ class Ring {
   bool peek(Message *m);
   // Frees the slots of the message peek() showed.
   void pop();
+  // Whether a message waits unread (peek() would show one), changing nothing.
+  bool waiting() const;
 
   static constexpr std::size_t kClaims = 8;
   std::atomic<std::uint64_t> *claims() const { return claims_->word; }
@@ -144,6 +146,12 @@ class Node {
   }
   std::atomic<std::uint64_t> *claims_to(int world) const {
     return reaches(world) ? out_[static_cast<std::size_t>(out_of_[static_cast<std::size_t>(world)])].claims() : nullptr;
+  }
+  // Whether any ring from another process holds a message not read yet.
+  bool inbound_waiting() const {
+    for (const Ring &r : in_)
+      if (r.waiting()) return true;
+    return false;
   }
   // Hands each waiting message to f(const Message &), at most `budget` from
   // each ring; returns how many.

@@ -3,6 +3,7 @@
 #include "check_link.h"
 #include "progress/ofi/ofi.h"
 #include "progress/pmpi/pmpi_link.h"
+#include "progress/shm_ring.h"
 #include "progress/ucx/ucx.h"
 
 namespace mpix::progress {
@@ -103,6 +104,11 @@ int link_create(const LinkParams &params, EngineLock &lock, std::unique_ptr<Link
 int transport_poll() { return g_active->poll(); }
 
 bool transport_busy() { return CheckLink::held_everywhere() > 0 || g_active->busy(); }
+
+bool transport_inbound_waiting() {
+  const shm::Node *rings = shm::active_node();
+  return rings != nullptr && rings->inbound_waiting();
+}
 
 TransportStats transport_stats() {
   // A communicator with members outside MPI_COMM_WORLD has a pmpi link even

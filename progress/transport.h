@@ -185,6 +185,11 @@ int transport_poll();
 // process to move). From the liveness thread only, without the engine lock.
 bool transport_busy();
 
+// Whether messages of other processes of this node wait unread in this
+// process's shared-memory rings (their senders may be waiting for room).
+// Caller holds the engine lock (the rings' read positions are the engine's).
+bool transport_inbound_waiting();
+
 struct TransportStats {
   std::uint64_t eager_sent = 0, rendezvous_sent = 0, arrivals = 0, sync_acks = 0;
   std::uint64_t copied_sends = 0;       // eager sends that waited in a copy (no room on the wire)

@@ -30,6 +30,9 @@ constexpr auto kIdlePeriod = std::chrono::milliseconds(1);
 // at the first period without an application poll (which is then at most
 // this late to notice that the application blocked elsewhere).
 constexpr auto kBusyPeriodMax = std::chrono::milliseconds(5);
+// Polls, at most, that empty the rings when only they hold something (a
+// poll takes a bounded number of messages from each ring).
+constexpr int kDrainPasses = 1024;
 
 struct State {
   std::mutex mutex;
@@ -70,13 +73,24 @@ void run() {
     const bool polled = polls != last_polls;  // the application polls by itself
     last_polls = polls;
     busy_period = polled ? std::min<std::chrono::microseconds>(busy_period * 2, kBusyPeriodMax) : kPendingPeriod;
-    if (polled || !(work_pending() || gpu_wants_idle_polls())) continue;
+    if (polled) continue;
+    const bool wanted = work_pending() || gpu_wants_idle_polls();
     lock.unlock();
     {
       // Never wait for the engine: whoever holds it is progressing.
       progress::EngineLock engine(engine_mutex(), std::try_to_lock);
       if (engine.owns_lock()) {
-        progress_poll();
+        if (wanted) {
+          progress_poll();
+        } else if (progress::transport_inbound_waiting()) {
+          // Nothing of ours waits, but messages wait in our rings: their
+          // sender, of this node, may be waiting for room in them while we
+          // block in a call mpix does not see (a flood of sends before a
+          // barrier: the sender's MPI_Waitall, our MPI_Barrier). All that
+          // is there, not a poll's share of it.
+          for (int pass = 0; pass < kDrainPasses && progress_poll() > 0; ++pass) {
+          }
+        }
         last_polls = g_polls.load(std::memory_order_relaxed);  // not the application's
       }
     }
