@@ -27,6 +27,10 @@ void KeyTable::rebuild_for(std::size_t inserts) {
 }
 
 void KeyTable::trim(std::size_t peak_keys) {
+  // Nothing to give back while the recent peak alone fills an eighth: no
+  // walk of the whole table (it missed the cache on every line of it, a
+  // fifth of a deep queue's misses while it drained).
+  if (slots_.size() <= kMinCapacity || peak_keys * 8 >= slots_.size()) return;
   const std::size_t live = live_keys();
   if (peak_keys < live) peak_keys = live;
   if (slots_.size() > kMinCapacity && peak_keys * 8 < slots_.size()) {

@@ -37,26 +37,29 @@ using progress::kSingleCopy;
 using progress::WireHeader;
 
 // An arrived envelope that no receive has taken yet (or taken by Mprobe).
+// Laid out for a deep unexpected queue received in random order, where
+// each record is a cache miss: what every receive and the destructor read
+// first, then the credit and a small payload; the rendezvous fields last.
 struct Message {
   int source = 0;
   int tag = 0;
-  std::uint64_t bytes = 0;
   std::uint32_t kind = kEager;
-  int data_tag = 0;
   std::uint32_t flags = 0;        // progress::kFlagSyncAck
-  std::uint64_t ticket = 0;       // the transport's reference (rendezvous data, sync ack)
-  std::size_t credit = 0;         // given back to the transport when the payload is released
+  std::uint64_t bytes = 0;
   const char *payload = nullptr;  // eager: the bytes, in `small`, `owned` or the transport's buffer
   std::unique_ptr<char[]> owned;
+  // An unexpected GPU rendezvous's communicator while gpu_path.cc can find
+  // it (for a kGpuBuffered arrival), else nullptr.
+  const void *gpu_waiting_on = nullptr;
+  std::weak_ptr<class P2PComm> comm;  // for Mrecv of a message taken by Mprobe (set by take())
+  std::size_t credit = 0;         // given back to the transport when the payload is released
   // Unexpected payloads this small are kept here, and so are the sender's
   // descriptors of an unexpected kGpuRendezvous or kSingleCopy (112 bytes):
   // no allocation of their own.
   static constexpr std::size_t kSmall = 112;
   alignas(8) char small[kSmall];
-  std::weak_ptr<class P2PComm> comm;  // for Mrecv of a message taken by Mprobe (set by take())
-  // An unexpected GPU rendezvous's communicator while gpu_path.cc can find
-  // it (for a kGpuBuffered arrival), else nullptr.
-  const void *gpu_waiting_on = nullptr;
+  int data_tag = 0;
+  std::uint64_t ticket = 0;       // the transport's reference (rendezvous data, sync ack)
 
   // The envelope and payload reference of an arrival (payload not copied).
   void take_arrival(const progress::Arrival &a) {
