@@ -11,18 +11,10 @@
 using namespace mpix;
 using namespace mpix::p2p;
 
-namespace {
-// Enough passes for tens of thousands of ring messages (a pass takes a
-// bounded number from each ring); a peer that keeps sending cannot hold the
-// barrier's caller here.
-constexpr int kMaxPasses = 1024;
-}  // namespace
-
 MPIX_INTERCEPT int MPI_Barrier(MPI_Comm comm) {
   const int rc = PMPI_Barrier(comm);
   if (rc != MPI_SUCCESS || CommTable::empty()) return rc;
   auto lock = engine_lock();
-  for (int pass = 0; pass < kMaxPasses && progress_poll() > 0; ++pass) {
-  }
+  progress_drain();
   return rc;
 }

@@ -515,6 +515,18 @@ void P2PComm::classify_receive(Request *r) const {
   }
 }
 
+namespace {
+// An eager payload of `bytes` into a contiguous host buffer of `capacity`
+// bytes at `into`: what fits is copied; returns the bytes copied and sets
+// *rc to MPI_ERR_TRUNCATE where the payload did not fit.
+std::uint64_t copy_eager(char *into, std::uint64_t capacity, const char *payload, std::uint64_t bytes, int *rc) {
+  const std::uint64_t n = bytes < capacity ? bytes : capacity;
+  if (n > 0) std::memcpy(into, payload, n);
+  *rc = bytes > capacity ? MPI_ERR_TRUNCATE : MPI_SUCCESS;
+  return n;
+}
+}  // namespace
+
 void P2PComm::begin_recv(Request *r) {
   op_started();
   r->complete = false;
@@ -556,11 +568,11 @@ int P2PComm::recv(void *buf, int count, MPI_Datatype dtype, int source, int tag,
         const Layout l = layout_of(dtype, count);
         if (l.contiguous && (l.bytes == 0 || device::device_of(buf) < 0)) {
           if ((m->flags & progress::kFlagSyncAck) != 0) link_->matched(m->arrival());
-          const auto capacity = static_cast<std::uint64_t>(l.bytes);
-          const std::uint64_t n = m->bytes < capacity ? m->bytes : capacity;
-          if (n > 0) std::memcpy(static_cast<char *>(buf) + l.true_lb, m->payload, n);
+          int rc = MPI_SUCCESS;
+          const std::uint64_t n = copy_eager(static_cast<char *>(buf) + l.true_lb,
+                                             static_cast<std::uint64_t>(l.bytes), m->payload, m->bytes, &rc);
           status_fill(status, m->source, m->tag, -1, static_cast<MPI_Count>(n), false);
-          return m->bytes > capacity ? MPI_ERR_TRUNCATE : MPI_SUCCESS;
+          return rc;
         }
       }
       Request *q = make();
@@ -652,10 +664,10 @@ void P2PComm::deliver(Request *r, Message &m) {
 
 void P2PComm::deliver_eager_host(Request *r, int source, int tag, const char *payload, std::uint64_t bytes) {
   r->queued = false;
-  const auto capacity = static_cast<std::uint64_t>(r->host_capacity);
-  const std::uint64_t n = bytes < capacity ? bytes : capacity;
-  if (n > 0) std::memcpy(static_cast<char *>(r->rbuf) + r->host_lb, payload, n);
-  r->finish(source, tag, bytes > capacity ? MPI_ERR_TRUNCATE : MPI_SUCCESS, static_cast<MPI_Count>(n));
+  int rc = MPI_SUCCESS;
+  const std::uint64_t n = copy_eager(static_cast<char *>(r->rbuf) + r->host_lb,
+                                     static_cast<std::uint64_t>(r->host_capacity), payload, bytes, &rc);
+  r->finish(source, tag, rc, static_cast<MPI_Count>(n));
 }
 
 void P2PComm::report_read_failure(std::size_t bytes, int source, std::int32_t pid, int err) {
@@ -1021,6 +1033,11 @@ int progress_poll() {
     PMPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, MPI_COMM_WORLD, &flag, MPI_STATUS_IGNORE);
   }
   return n;
+}
+
+void progress_drain() {
+  for (int pass = 0; pass < kDrainPasses && progress_poll() > 0; ++pass) {
+  }
 }
 
 void progress_wait(progress::EngineLock &lock) {

@@ -375,6 +375,12 @@ int progress_poll();
 // progress() plus, when nothing happened, a pause with the engine lock
 // released (other threads progress; oversubscribed cores get a turn).
 void progress_wait(progress::EngineLock &lock);
+// progress_poll() until a poll finds nothing (at most kDrainPasses polls,
+// so that a peer that keeps sending cannot hold the caller): takes in all
+// that waits, where one poll takes a bounded share of each ring. Caller
+// holds the engine lock.
+constexpr int kDrainPasses = 1024;
+void progress_drain();
 
 // Serialises the point-to-point engine (MPI_THREAD_MULTIPLE programs call
 // it from many threads). Never held while user code (error handlers) runs.

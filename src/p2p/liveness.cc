@@ -30,9 +30,6 @@ constexpr auto kIdlePeriod = std::chrono::milliseconds(1);
 // at the first period without an application poll (which is then at most
 // this late to notice that the application blocked elsewhere).
 constexpr auto kBusyPeriodMax = std::chrono::milliseconds(5);
-// Polls, at most, that empty the rings when only they hold something (a
-// poll takes a bounded number of messages from each ring).
-constexpr int kDrainPasses = 1024;
 
 struct State {
   std::mutex mutex;
@@ -88,8 +85,7 @@ void run() {
           // block in a call mpix does not see (a flood of sends before a
           // barrier: the sender's MPI_Waitall, our MPI_Barrier). All that
           // is there, not a poll's share of it.
-          for (int pass = 0; pass < kDrainPasses && progress_poll() > 0; ++pass) {
-          }
+          progress_drain();
         }
         last_polls = g_polls.load(std::memory_order_relaxed);  // not the application's
       }
