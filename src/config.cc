@@ -266,6 +266,11 @@ const ConfigVar kVars[] = {
         "entries (arrivals + receives) from which an unordered region's batch is matched on the GPU instead of the "
         "CPU (measured crossover on an H200: bench/RESULTS.md); 0: never on the GPU",
         integer<&Config::gpu_match_threshold, 0, 1L << 32>()),
+    row("MPIX_REGION_BATCH_MIN", "131072", "0 .. 2^32",
+        "fewest entries an unordered region's batch matched on the CPU must hold for the region to keep "
+        "collecting batches; after smaller batches, or ones pairing less than half their entries, its entries are "
+        "matched at once the ordered way for a while (cheaper on the CPU: bench/RESULTS.md); 0: any size",
+        integer<&Config::region_batch_min, 0, 1L << 32>()),
     row("MPIX_DEVICE_PATH", "auto", "auto or proxy",
         "device-callable send/recv: auto: GPU to GPU through CUDA-IPC mailboxes when every rank of the "
         "communicator is on this node, else the proxy path; proxy: always through the progress thread and MPI "

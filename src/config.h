@@ -40,6 +40,7 @@ struct Config {
   long gpu_node_eager_limit;  // MPIX_GPU_NODE_EAGER_LIMIT
   long gpu_buffer_after_us;   // MPIX_GPU_BUFFER_AFTER_US
   long gpu_match_threshold;   // MPIX_GPU_MATCH_THRESHOLD
+  long region_batch_min;      // MPIX_REGION_BATCH_MIN
   // Device-callable send/recv (MPIX_Comm_device_handle); counts are powers
   // of two (others are rounded down).
   bool device_proxy;          // MPIX_DEVICE_PATH

@@ -61,6 +61,10 @@ const Pvar kPvars[] = {
     {"mpix_region_sequential", kCounter,
      "unordered-region entries matched one by one (their key already queued in the matcher)",
      &Sample::region_sequential},
+    {"mpix_region_direct", kCounter,
+     "unordered-region entries matched at once, the ordered way, because the region's batches were pairing less "
+     "than half their entries",
+     &Sample::region_direct},
     {"mpix_gpu_eager", kCounter,
      "device-buffer messages moved eagerly through host memory, counted where a device buffer was sent from or "
      "received into (MPIX_GPU_EAGER_LIMIT)",
@@ -138,6 +142,7 @@ Sample sample_now() {
   s.region_pairs_cpu = r.pairs_cpu;
   s.region_pairs_gpu = r.pairs_gpu;
   s.region_sequential = r.sequential;
+  s.region_direct = r.direct;
   s.gpu_eager = g.eager;
   s.gpu_ipc = g.ipc;
   s.gpu_staged = g.staged;

@@ -12,7 +12,8 @@ namespace mpix::mpit {
 struct Sample {
   std::uint64_t matches, unexpected_now, posted_now, unexpected_max;
   std::uint64_t eager_sent, rendezvous_sent, arrivals, sync_acks, credit_stalls, shm_ring;
-  std::uint64_t region_batches, region_gpu_batches, region_pairs_cpu, region_pairs_gpu, region_sequential;
+  std::uint64_t region_batches, region_gpu_batches, region_pairs_cpu, region_pairs_gpu, region_sequential,
+      region_direct;
   std::uint64_t gpu_eager, gpu_ipc, gpu_staged, gpu_host_rendezvous, gpu_pageable, gpu_native_staged, gpu_kernel_copies;
   std::uint64_t single_copy_reads, single_copy_writes, single_copy_bytes, single_copy_failures, peer_exits;
   std::uint64_t stream_gpu_run, stream_host_driven, stream_pulled;

@@ -102,14 +102,14 @@ void print_statistics(const char *transport, const progress::TransportStats &t) 
                  static_cast<unsigned long long>(st.host_staged.load()),
                  static_cast<unsigned long long>(st.pulled.load()));
   const p2p::RegionBatchStats s = p2p::region_batch_stats();
-  if (s.batches == 0 && s.sequential == 0) return;
+  if (s.batches == 0 && s.sequential == 0 && s.direct == 0) return;
   std::fprintf(stderr,
                "[mpix] rank %d: region batches %llu (GPU %llu), pairs CPU %llu GPU %llu, sequential %llu, "
-               "GPU failures %llu\n",
+               "direct %llu, GPU failures %llu\n",
                rt.world_rank, static_cast<unsigned long long>(s.batches),
                static_cast<unsigned long long>(s.gpu_batches), static_cast<unsigned long long>(s.pairs_cpu),
                static_cast<unsigned long long>(s.pairs_gpu), static_cast<unsigned long long>(s.sequential),
-               static_cast<unsigned long long>(s.gpu_errors));
+               static_cast<unsigned long long>(s.direct), static_cast<unsigned long long>(s.gpu_errors));
   std::fflush(stderr);
 }
 
@@ -156,7 +156,8 @@ int runtime_start(int thread_provided, int thread_underlying) {
   p2p_config.verbose = rt.config.verbose;
   p2p_config.lock_spins = static_cast<int>(rt.config.lock_spins);
   p2p::p2p_configure(p2p_config);
-  p2p::region_batch_configure(static_cast<std::size_t>(rt.config.gpu_match_threshold));
+  p2p::region_batch_configure(static_cast<std::size_t>(rt.config.gpu_match_threshold),
+                              static_cast<std::size_t>(rt.config.region_batch_min));
   p2p::GpuConfig gpu_config;
   gpu_config.enabled = rt.config.gpu;
   gpu_config.force_staging = rt.config.gpu_force_staging;
