@@ -50,6 +50,11 @@
  *             Natively the barrier's progress already takes them in; mpix
  *             empties its shared-memory rings only inside its own calls, so
  *             without -a its timed phase also takes the messages in.
+ *   -R        the receiver's receives (MPI_Irecv: implies -i) inside an
+ *             unordered region: MPIX_Unordered_region_open before the first
+ *             is posted, _close after MPI_Waitall (mpix only; with a deep
+ *             unexpected queue its receives meet the queue as one batch,
+ *             on the GPU from MPIX_GPU_MATCH_THRESHOLD entries)
  *   -s SEED   seed of the average-case permutation (default 12345)
  *   -w        control: plain MPI_Comm_dup, no assertions
  *   -x        create the communicator with MPIX_Comm_dup_nowildcard when
@@ -116,6 +121,8 @@ typedef struct {
     MPI_Request *reqs;
     int use_irecv;
     int arrived_first; /* -a */
+    int (*region_open)(MPI_Comm);  /* -R: MPIX_Unordered_region_open/close, else NULL */
+    int (*region_close)(MPI_Comm);
     long *errors; /* payload check (warm-up cycles only) when not NULL */
 } cycle_t;
 
@@ -145,10 +152,14 @@ static double run_cycle(cycle_t *c, int queue)
                 CHECK(MPI_Probe(1, c->n - 1, c->comm, MPI_STATUS_IGNORE));
             double t0 = MPI_Wtime();
             if (c->use_irecv) {
+                if (c->region_open)
+                    CHECK(c->region_open(c->comm));
                 for (int i = 0; i < c->n; i++)
                     CHECK(MPI_Irecv(c->rbuf + (size_t)i * MSG, MSG, MPI_BYTE, 1, c->tags[i],
                                     c->comm, &c->reqs[i]));
                 CHECK(MPI_Waitall(c->n, c->reqs, MPI_STATUSES_IGNORE));
+                if (c->region_close)
+                    CHECK(c->region_close(c->comm));
                 t = MPI_Wtime() - t0;
                 for (int i = 0; i < c->n; i++)
                     check_payload(c, c->rbuf + (size_t)i * MSG, c->tags[i]);
@@ -175,6 +186,8 @@ static double run_cycle(cycle_t *c, int queue)
             CHECK(MPI_Waitall(c->n, c->reqs, MPI_STATUSES_IGNORE));
         } else {
             double t0 = MPI_Wtime();
+            if (c->region_open)
+                CHECK(c->region_open(c->comm));
             for (int i = 0; i < c->n; i++)
                 CHECK(MPI_Irecv(c->rbuf + (size_t)i * MSG, MSG, MPI_BYTE, 1, c->tags[i], c->comm,
                                 &c->reqs[i]));
@@ -182,6 +195,8 @@ static double run_cycle(cycle_t *c, int queue)
             CHECK(MPI_Barrier(c->comm));
             double t2 = MPI_Wtime();
             CHECK(MPI_Waitall(c->n, c->reqs, MPI_STATUSES_IGNORE));
+            if (c->region_close)
+                CHECK(c->region_close(c->comm));
             t = (t1 - t0) + (MPI_Wtime() - t2);
             for (int i = 0; i < c->n; i++)
                 check_payload(c, c->rbuf + (size_t)i * MSG, c->tags[i]);
@@ -196,7 +211,7 @@ static double run_cycle(cycle_t *c, int queue)
 int main(int argc, char **argv)
 {
     int nmax = 16384, nmin = 1, reps = 5, target = 16384, use_irecv = 0, plain = 0,
-        use_mpix_dup = 0, arrived_first = 0;
+        use_mpix_dup = 0, arrived_first = 0, in_region = 0;
     uint64_t seed = 12345;
     double budget = 3.0;
     int ord_sel[NORD] = {1, 1, 1}, q_sel[NQ] = {1, 1};
@@ -208,7 +223,7 @@ int main(int argc, char **argv)
     MPI_Comm_size(MPI_COMM_WORLD, &size);
 
     int opt, bad = 0;
-    while ((opt = getopt(argc, argv, "n:m:r:t:T:O:q:ias:wxo:l:h")) != -1) {
+    while ((opt = getopt(argc, argv, "n:m:r:t:T:O:q:iaRs:wxo:l:h")) != -1) {
         switch (opt) {
         case 'n': nmax = atoi(optarg); break;
         case 'm': nmin = atoi(optarg); break;
@@ -219,6 +234,7 @@ int main(int argc, char **argv)
         case 'q': bad |= parse_list(optarg, q_name, NQ, q_sel); break;
         case 'i': use_irecv = 1; break;
         case 'a': arrived_first = 1; break;
+        case 'R': in_region = 1; use_irecv = 1; break;
         case 's': seed = strtoull(optarg, NULL, 0); break;
         case 'w': plain = 1; break;
         case 'x': use_mpix_dup = 1; break;
@@ -231,7 +247,7 @@ int main(int argc, char **argv)
         if (rank == 0)
             fprintf(stderr,
                     "usage: mpiexec -n 2 %s [-n MAX] [-m MIN] [-r R] [-t T] "
-                    "[-T SEC] [-O best,average,worst] [-q unexpected,posted] [-i] [-a] [-s SEED] "
+                    "[-T SEC] [-O best,average,worst] [-q unexpected,posted] [-i] [-a] [-R] [-s SEED] "
                     "[-w] [-x] [-o CSV] [-l LABEL]\n",
                     argv[0]);
         MPI_Finalize();
@@ -239,6 +255,17 @@ int main(int argc, char **argv)
     }
     if (!label)
         label = default_label();
+    int (*region_open)(MPI_Comm) = NULL, (*region_close)(MPI_Comm) = NULL;
+    if (in_region) {
+        region_open = (int (*)(MPI_Comm))dlsym(RTLD_DEFAULT, "MPIX_Unordered_region_open");
+        region_close = (int (*)(MPI_Comm))dlsym(RTLD_DEFAULT, "MPIX_Unordered_region_close");
+        if (!region_open || !region_close) {
+            if (rank == 0)
+                fprintf(stderr, "bench_matching_rate: -R needs libmpix (MPIX_Unordered_region_open)\n");
+            MPI_Finalize();
+            return 3;
+        }
+    }
 
     /* the benchmark communicator */
     const char *how;
@@ -270,9 +297,10 @@ int main(int argc, char **argv)
             *nl = '\0';
         printf("# bench_matching_rate (papers/000 ch. 4.3.2): 2 ranks, 8-byte messages\n");
         printf("# MPI: %s\n# %s\n# communicator: %s\n", lib, desc, how);
-        printf("# unexpected queue receives: %s%s; samples per point: %d (median; at least 3 "
+        printf("# unexpected queue receives: %s%s%s; samples per point: %d (median; at least 3 "
                "where %d would take over %g s), >= %d messages per sample; MPI_Wtick = %g s\n",
                use_irecv ? "MPI_Irecv+MPI_Waitall" : "MPI_Recv",
+               in_region ? " inside an unordered region (-R; posted queue too)" : "",
                arrived_first ? ", every message probed in before the timer (-a)" : "", reps, reps,
                budget, target, MPI_Wtick());
         printf("%8s  %-8s  %-10s  %14s\n", "N", "order", "queue", "matches/s");
@@ -298,7 +326,8 @@ int main(int argc, char **argv)
                 if (!ord_sel[o])
                     continue;
                 make_order(tags, n, o, seed);
-                cycle_t c = {comm, rank, n, tags, rbuf, sbuf, reqs, use_irecv, arrived_first, &errors};
+                cycle_t c = {comm,      rank,        n,           tags,        rbuf,         sbuf,
+                             reqs,      use_irecv,   arrived_first, region_open, region_close, &errors};
                 double tw = run_cycle(&c, q); /* warm-up, payloads checked */
                 c.errors = NULL;
                 /* fewer samples (at least 3) where a point would exceed the budget */

@@ -120,6 +120,14 @@ class Matcher {
                                  const MatcherBatchOutput& out);
 
   Stats stats() const;
+  // Receives plus messages queued now (stats() without its walk of the
+  // table and pool sizes).
+  std::size_t depth() const {
+    return with_queues([](const auto& q) {
+      const Stats& c = q.core().counters;
+      return c.posted_depth + c.unexpected_depth;
+    });
+  }
   // Queued entries in queue order, left in place.
   std::vector<Entry> posted_entries();
   std::vector<Entry> unexpected_entries();

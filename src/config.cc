@@ -266,10 +266,10 @@ const ConfigVar kVars[] = {
         "entries (arrivals + receives) from which an unordered region's batch is matched on the GPU instead of the "
         "CPU (measured crossover on an H200: bench/RESULTS.md); 0: never on the GPU",
         integer<&Config::gpu_match_threshold, 0, 1L << 32>()),
-    row("MPIX_REGION_BATCH_MIN", "131072", "0 .. 2^32",
-        "fewest entries an unordered region's batch matched on the CPU must hold for the region to keep "
-        "collecting batches; after smaller batches, or ones pairing less than half their entries, its entries are "
-        "matched at once the ordered way for a while (cheaper on the CPU: bench/RESULTS.md); 0: any size",
+    row("MPIX_REGION_BATCH_MIN", "4096", "0 .. 2^32",
+        "messages and receives a communicator must hold waiting for a receive posted in an unordered region to "
+        "start a batch (what follows joins it until it is matched); below, region entries are matched at once the "
+        "ordered way, cheaper for shallow queues (measured crossover: bench/RESULTS.md); 0: always batch",
         integer<&Config::region_batch_min, 0, 1L << 32>()),
     row("MPIX_DEVICE_PATH", "auto", "auto or proxy",
         "device-callable send/recv: auto: GPU to GPU through CUDA-IPC mailboxes when every rank of the "

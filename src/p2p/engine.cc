@@ -308,7 +308,7 @@ void P2PComm::arrived(const progress::Arrival &a) {
     if (link_) link_->consumed(a.source, a.credit);
     return;
   }
-  if (region_collecting()) {
+  if (region_collects_arrival()) {
     // Matched at the next flush, after the transport's buffer is reused.
     Message *m = keep_arrival(a);  // owned by region_arrivals_ until the flush
     region_arrivals_.push_back(
@@ -382,12 +382,6 @@ void prepend_entries(const std::vector<match::Entry> &entries, std::vector<match
 // Drain the matcher into a batch when the batch has at least 1/4 of its
 // queued entries (see region_flush).
 constexpr std::size_t kRegionDrainRatio = 4;
-// The first ordered-way stretch after a batch that did not pay (a few
-// windows' worth of entries) and the longest (a few GPU batches' worth), so
-// that a region whose batches start to pay (a flood arriving) tries them
-// again soon.
-constexpr std::uint32_t kRegionDirectFirst = 256;
-constexpr std::uint32_t kRegionDirectMax = 1u << 20;
 }  // namespace
 
 int P2PComm::region_flush() {
@@ -427,10 +421,8 @@ int P2PComm::region_flush() {
     split_out(arrivals, seq_arrivals, busy);
     split_out(receives, seq_receives, busy);
   }
-  bool paid = false;
   if (!arrivals.empty() && !receives.empty()) {
     const RegionBatchView v = region_batch_match(arrivals, receives);
-    paid = region_batch_paid(arrivals.size() + receives.size(), v.n_pairs, v.on_gpu);
     for (std::uint32_t i = 0; i < v.n_pairs; ++i) {
       auto *r = reinterpret_cast<Request *>(v.pairs[i].receive_cookie);
       std::unique_ptr<Message> m(reinterpret_cast<Message *>(v.pairs[i].arrival_cookie));
@@ -458,20 +450,10 @@ int P2PComm::region_flush() {
   receives.clear();
   region_spare_[0].swap(arrivals);
   region_spare_[1].swap(receives);
-  region_judge_batch(paid);
   return handled;
 }
 
-void P2PComm::region_judge_batch(bool paid) {
-  if (paid) {
-    region_direct_budget_ = 0;
-    return;
-  }
-  region_direct_budget_ =
-      region_direct_budget_ == 0 ? kRegionDirectFirst : std::min(region_direct_budget_ * 2, kRegionDirectMax);
-  region_direct_left_ = region_direct_budget_;
-  region_collect_ = false;
-}
+bool P2PComm::region_queue_deep() const { return matcher_->depth() >= region_batch_min(); }
 
 void P2PComm::region_note_direct() { region_batch_note_direct(1); }
 
@@ -575,7 +557,7 @@ int P2PComm::recv(void *buf, int count, MPI_Datatype dtype, int source, int tag,
     q.tag = tag;
     return &q;
   };
-  if (region_collecting()) {
+  if (region_collects_receive()) {
     if (const int rc = start_recv(make()); rc != MPI_SUCCESS) return rc;
   } else {
     const match::PostResult res = matcher_->post_with(pattern_key(source, tag), [&] {
@@ -616,7 +598,7 @@ int P2PComm::recv(void *buf, int count, MPI_Datatype dtype, int source, int tag,
 
 int P2PComm::start_recv(Request *r) {
   begin_recv(r);
-  if (region_collecting()) {
+  if (region_collects_receive()) {
     // Matched at the next flush (progress, probe or region close); wildcards
     // are refused inside a region (check_pattern), so the key is exact.
     r->queued = true;

@@ -147,28 +147,28 @@ class P2PComm final : public CommState, public progress::ArrivalSink {
   // probes flush first, and closing the region flushes. Returns the number
   // of entries handled.
   bool region_pending() const { return !region_arrivals_.empty() || !region_receives_.empty(); }
-  // Whether an entry of this communicator (an arrival, a receive) joins the
-  // region's next batch; false: it is matched at once, the ordered way,
-  // which is one of the matchings a region allows. Batching pays only where
-  // a batch pairs much of what it holds and is large (region_batch_paid: on
-  // the GPU, or past MPIX_REGION_BATCH_MIN entries on the CPU); elsewhere
-  // (windows of tens of receives, a sender running ahead, arrivals
-  // trickling in against waiting receives) the collecting, the records and
-  // the re-queueing cost more than they save. After a flush whose batch did
-  // not pay, the next entries go the ordered way, as many as a budget that
-  // doubles with each such flush (kept from one region to the next on the
-  // communicator) and starts again after one that paid; then batches are
-  // tried again.
-  bool region_collecting() {
+  // Whether an entry of this communicator joins the region's next batch;
+  // false: it is matched at once, the ordered way, which is one of the
+  // matchings a region allows. A batch pays only where it is large: it
+  // spares a deep queue's walk, but each of its entries costs more than a
+  // match made at once (the arrival's record, the lists, the delivery
+  // through the general path). So a region's receive starts a batch only
+  // when the communicator already holds MPIX_REGION_BATCH_MIN messages and
+  // receives waiting (a deep queue for the batch to meet); then what comes
+  // (receives, arrivals) joins that batch until it is matched. Windows of
+  // tens of receives go the ordered way. papers/000 ch. 7.2; crossover
+  // measured in bench/RESULTS.md.
+  bool region_collects_receive() {
     if (!region_open()) return false;
-    if (region_collect_) return true;
-    if (region_direct_left_ > 0) {
-      --region_direct_left_;
-      region_note_direct();
-      return false;
-    }
-    region_collect_ = true;
-    return true;
+    if (region_pending() || region_queue_deep()) return true;
+    region_note_direct();
+    return false;
+  }
+  bool region_collects_arrival() {
+    if (!region_open()) return false;
+    if (region_pending()) return true;
+    region_note_direct();
+    return false;
   }
   int region_flush();
   // progress_poll()'s flush: only once the application stopped posting
@@ -373,12 +373,8 @@ class P2PComm final : public CommState, public progress::ArrivalSink {
   std::vector<match::BatchItem> region_seq_[2];    // entries of keys queued in the matcher, per flush
   std::size_t region_receives_seen_ = 0;  // region_receives_.size() at the last poll
   void region_queue_arrival(const match::BatchItem &a);
-  // Sets the next entries' way from whether this flush's batch paid.
-  void region_judge_batch(bool paid);
+  bool region_queue_deep() const;
   static void region_note_direct();  // for the statistics (region_batch.h)
-  bool region_collect_ = true;
-  std::uint32_t region_direct_left_ = 0;   // entries still to go the ordered way
-  std::uint32_t region_direct_budget_ = 0;  // of the current (or last) stretch
   void region_queue_receive(const match::BatchItem &r);
   // A record of arrival a that outlives the transport's buffer (its payload
   // kept); the caller owns it.

@@ -17,7 +17,7 @@ struct State {
 };
 
 std::size_t g_threshold = 131072;
-std::size_t g_cpu_min = 131072;
+std::size_t g_batch_min = 4096;
 RegionBatchStats g_stats;
 // Made on first use, gone at MPI_Finalize: the GPU memory must go while the
 // CUDA runtime is still up, not at static destruction.
@@ -25,14 +25,12 @@ std::unique_ptr<State> g_state;
 
 }  // namespace
 
-void region_batch_configure(std::size_t gpu_threshold, std::size_t cpu_min) {
+void region_batch_configure(std::size_t gpu_threshold, std::size_t batch_min) {
   g_threshold = gpu_threshold;
-  g_cpu_min = cpu_min;
+  g_batch_min = batch_min;
 }
 
-bool region_batch_paid(std::size_t entries, std::size_t pairs, bool on_gpu) {
-  return pairs * 4 >= entries && (on_gpu || entries >= g_cpu_min);
-}
+std::size_t region_batch_min() { return g_batch_min; }
 
 RegionBatchView region_batch_match(const std::vector<match::BatchItem> &arrivals,
                                    const std::vector<match::BatchItem> &receives) {
@@ -67,7 +65,7 @@ RegionBatchView region_batch_match(const std::vector<match::BatchItem> &arrivals
     g_stats.pairs_cpu += c.pairs;
   }
   return RegionBatchView{s.pairs.data(), c.pairs, s.unmatched_arrivals.data(), c.unmatched_arrivals,
-                         s.unmatched_receives.data(), c.unmatched_receives, on_gpu};
+                         s.unmatched_receives.data(), c.unmatched_receives};
 }
 
 void region_batch_note_sequential(std::uint64_t entries) { g_stats.sequential += entries; }

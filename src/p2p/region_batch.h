@@ -26,7 +26,6 @@ struct RegionBatchView {
   std::uint32_t n_unmatched_arrivals;
   const std::uint32_t *unmatched_receives;  // in input order
   std::uint32_t n_unmatched_receives;
-  bool on_gpu;
 };
 
 struct RegionBatchStats {
@@ -35,20 +34,16 @@ struct RegionBatchStats {
   std::uint64_t pairs_cpu = 0;
   std::uint64_t pairs_gpu = 0;
   std::uint64_t sequential = 0;  // region entries matched one by one (see engine.cc)
-  std::uint64_t direct = 0;      // region entries sent the ordered way: batches did not pay
+  std::uint64_t direct = 0;      // region entries matched at once the ordered way (no batch forming)
   std::uint64_t gpu_errors = 0;  // GPU batches that fell back to the CPU
 };
 
 // gpu_threshold: fewest entries (arrivals + receives) sent to the GPU; 0:
-// never. cpu_min: fewest entries of a CPU batch that pays (region_batch_paid).
-void region_batch_configure(std::size_t gpu_threshold, std::size_t cpu_min);
-// Whether a batch of `entries` that paired `pairs`, matched as v says, was
-// worth collecting: it paired at least half its entries and ran on the GPU
-// or held at least cpu_min entries. On the CPU one batch entry costs more
-// than a match made at once (the arrival's record, the lists, the delivery
-// through the general path), so only a batch so large that the queues it
-// spares would have been long pays there.
-bool region_batch_paid(std::size_t entries, std::size_t pairs, bool on_gpu);
+// never. batch_min: entries (messages and receives) a communicator must hold
+// waiting for a region's receive to start a batch (engine.h,
+// region_collects_receive).
+void region_batch_configure(std::size_t gpu_threshold, std::size_t batch_min);
+std::size_t region_batch_min();
 RegionBatchView region_batch_match(const std::vector<match::BatchItem> &arrivals,
                                    const std::vector<match::BatchItem> &receives);
 void region_batch_note_sequential(std::uint64_t entries);
