@@ -262,9 +262,10 @@ const ConfigVar kVars[] = {
         "microseconds without a copy after which the resident kernel exits (the next copy starts it again, one "
         "launch); an application's cudaDeviceSynchronize or cudaFree waits at most this long for it",
         integer<&Config::gpu_kernel_copy_idle_us, 1, 10000000>()),
-    row("MPIX_GPU_MATCH_THRESHOLD", "131072", "0 .. 2^32",
+    row("MPIX_GPU_MATCH_THRESHOLD", "1048576", "0 .. 2^32",
         "entries (arrivals + receives) from which an unordered region's batch is matched on the GPU instead of the "
-        "CPU (measured crossover on an H200: bench/RESULTS.md); 0: never on the GPU",
+        "CPU (in the engine, where each pair's delivery costs more than its pairing, CPU batches were as fast or "
+        "faster up to 524288 entries on an H200 host: bench/RESULTS.md); 0: never on the GPU",
         integer<&Config::gpu_match_threshold, 0, 1L << 32>()),
     row("MPIX_REGION_BATCH_MIN", "4096", "0 .. 2^32",
         "messages and receives a communicator must hold waiting for a receive posted in an unordered region to "

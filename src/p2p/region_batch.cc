@@ -16,7 +16,7 @@ struct State {
   int gpu_usable = -1;  // unknown until the first large batch
 };
 
-std::size_t g_threshold = 131072;
+std::size_t g_threshold = 1048576;
 std::size_t g_batch_min = 4096;
 RegionBatchStats g_stats;
 // Made on first use, gone at MPI_Finalize: the GPU memory must go while the
