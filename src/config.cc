@@ -267,7 +267,7 @@ const ConfigVar kVars[] = {
         "CPU (in the engine, where each pair's delivery costs more than its pairing, CPU batches were as fast or "
         "faster up to 524288 entries on an H200 host: bench/RESULTS.md); 0: never on the GPU",
         integer<&Config::gpu_match_threshold, 0, 1L << 32>()),
-    row("MPIX_REGION_BATCH_MIN", "4096", "0 .. 2^32",
+    row("MPIX_REGION_BATCH_MIN", "16384", "0 .. 2^32",
         "messages and receives a communicator must hold waiting for a receive posted in an unordered region to "
         "start a batch (what follows joins it until it is matched); below, region entries are matched at once the "
         "ordered way, cheaper for shallow queues (measured crossover: bench/RESULTS.md); 0: always batch",

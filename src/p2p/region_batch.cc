@@ -17,7 +17,7 @@ struct State {
 };
 
 std::size_t g_threshold = 1048576;
-std::size_t g_batch_min = 4096;
+std::size_t g_batch_min = 16384;
 RegionBatchStats g_stats;
 // Made on first use, gone at MPI_Finalize: the GPU memory must go while the
 // CUDA runtime is still up, not at static destruction.
