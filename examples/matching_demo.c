@@ -12,7 +12,8 @@
  *   unexpected  rank 0 sends N messages first, rank 1 receives them newest
  *               first (a linear unexpected queue walks all of it);
  *   region      as posted, inside MPIX_Unordered_region_open/close (mpix
- *               only: receives may match out of order, in batches).
+ *               only: receives may match out of order; they are batched
+ *               where MPIX_REGION_BATCH_MIN entries already wait).
  * Each line: "result <test> <matches per second>"; every payload is checked
  * ("payload check: ok"). Options: -n N (default 8192), -r rounds (best of,
  * default 3). */
