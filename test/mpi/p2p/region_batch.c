@@ -17,6 +17,7 @@
 #include "mtest.h"
 
 #define NTAGS 37
+#define MARK NTAGS /* a tag of its own: the marker after a sender's messages */
 #define BIG 20000 /* past the eager limit */
 
 static int rank, size, n;
@@ -31,8 +32,8 @@ static void fill(unsigned char *b, int source, int seq) {
   for (int i = 4; i < bytes_of(seq); i++) b[i] = pat(source, seq, i);
 }
 
-/* Sends seq 0..n-1 (tag seq % NTAGS) to rank 0; returns after barrier_first
- * (if set) then the sends' completion. */
+/* Sends seq 0..n-1 (tag seq % NTAGS) to rank 0, then (barrier_between) an
+ * empty marker message and a barrier; returns after the sends completed. */
 static void send_all(MPI_Comm comm, int barrier_between) {
   MPI_Request *reqs = malloc(sizeof(MPI_Request) * n);
   unsigned char **bufs = malloc(sizeof(unsigned char *) * n);
@@ -41,7 +42,10 @@ static void send_all(MPI_Comm comm, int barrier_between) {
     fill(bufs[seq], rank, seq);
     MPI_Isend(bufs[seq], bytes_of(seq), MPI_BYTE, 0, seq % NTAGS, comm, &reqs[seq]);
   }
-  if (barrier_between) MPI_Barrier(comm);
+  if (barrier_between) {
+    MPI_Send(NULL, 0, MPI_BYTE, 0, MARK, comm);
+    MPI_Barrier(comm);
+  }
   MPI_Waitall(n, reqs, MPI_STATUSES_IGNORE);
   for (int seq = 0; seq < n; seq++) free(bufs[seq]);
   free(bufs);
@@ -127,10 +131,14 @@ int main(int argc, char **argv) {
   MPIX_Comm_dup_nowildcard(MPI_COMM_WORLD, &comm);
   unsigned char *seen = rank == 0 ? calloc((size_t)n * (size_t)size, 1) : NULL;
 
-  /* 1. Messages first: the receives meet them in large batches. */
+  /* 1. Messages first: the receives meet them in large batches. Each
+   * sender's marker comes after its messages (one link, in order), so once
+   * the markers are received every message waits in mpix's queues and the
+   * region's first receive sees all of them (MPIX_REGION_BATCH_MIN). */
   if (rank == 0) {
+    MPI_Barrier(comm);
+    for (int s = 1; s < size; s++) MPI_Recv(NULL, 0, MPI_BYTE, s, MARK, comm, MPI_STATUS_IGNORE);
     MPIX_Unordered_region_open(comm);
-    MPI_Barrier(comm); /* the senders' eager messages are on their way */
     int count = 0;
     recv_t *r = post_all(comm, &count, 0);
     wait_check("messages first", r, count, seen);
