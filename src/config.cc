@@ -264,8 +264,8 @@ const ConfigVar kVars[] = {
         integer<&Config::gpu_kernel_copy_idle_us, 1, 10000000>()),
     row("MPIX_GPU_MATCH_THRESHOLD", "1048576", "0 .. 2^32",
         "entries (arrivals + receives) from which an unordered region's batch is matched on the GPU instead of the "
-        "CPU (in the engine, where each pair's delivery costs more than its pairing, CPU batches were as fast or "
-        "faster up to 524288 entries on an H200 host: bench/RESULTS.md); 0: never on the GPU",
+        "CPU (in the engine, where each pair's delivery costs more than its pairing, GPU batches gained nothing "
+        "consistent over CPU ones up to 524288 entries on an H200 host: bench/RESULTS.md); 0: never on the GPU",
         integer<&Config::gpu_match_threshold, 0, 1L << 32>()),
     row("MPIX_REGION_BATCH_MIN", "16384", "0 .. 2^32",
         "messages and receives a communicator must hold waiting for a receive posted in an unordered region to "

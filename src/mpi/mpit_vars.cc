@@ -62,8 +62,8 @@ const Pvar kPvars[] = {
      "unordered-region entries matched one by one (their key already queued in the matcher)",
      &Sample::region_sequential},
     {"mpix_region_direct", kCounter,
-     "unordered-region entries matched at once, the ordered way, because the region's batches were pairing less "
-     "than half their entries",
+     "unordered-region entries matched at once, the ordered way, because no batch was forming (fewer than "
+     "MPIX_REGION_BATCH_MIN messages and receives waiting)",
      &Sample::region_direct},
     {"mpix_gpu_eager", kCounter,
      "device-buffer messages moved eagerly through host memory, counted where a device buffer was sent from or "

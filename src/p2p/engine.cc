@@ -457,7 +457,6 @@ bool P2PComm::region_queue_deep() const { return matcher_->depth() >= region_bat
 
 void P2PComm::region_note_direct() { region_batch_note_direct(1); }
 
-
 int P2PComm::region_progress() {
   const bool settled = region_receives_.size() <= region_receives_seen_;
   region_receives_seen_ = region_receives_.size();

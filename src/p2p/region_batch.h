@@ -1,5 +1,6 @@
 // Batch matching of an unordered region's receives and arrivals (engine.cc
-// collects them while a region is open and matches them at each progress
+// collects them while a region is open and a batch is forming, see
+// P2PComm::region_collects_receive, and matches them at each progress
 // step): on the GPU (device/match_gpu.h) when the batch has at least
 // MPIX_GPU_MATCH_THRESHOLD entries and a GPU is there, otherwise, or when the
 // GPU fails, on the CPU (match/batch.h). Per-key FIFO in both cases:
