@@ -101,6 +101,9 @@ void print_statistics(const char *transport, const progress::TransportStats &t) 
                  static_cast<unsigned long long>(st.host_driven.load()),
                  static_cast<unsigned long long>(st.host_staged.load()),
                  static_cast<unsigned long long>(st.pulled.load()));
+  if (const p2p::LockWaitStats w = p2p::lock_wait_stats(); w.waits > 0)
+    std::fprintf(stderr, "[mpix] rank %d: engine lock found taken %llu times, %.3f ms waited in all (all threads)\n",
+                 rt.world_rank, static_cast<unsigned long long>(w.waits), static_cast<double>(w.wait_ns) / 1e6);
   const p2p::RegionBatchStats s = p2p::region_batch_stats();
   if (s.batches == 0 && s.sequential == 0 && s.direct == 0) return;
   std::fprintf(stderr,

@@ -161,8 +161,17 @@ void Message::operator delete(void *p) noexcept {
 const P2PConfig &p2p_config() { return g_config; }
 void p2p_configure(const P2PConfig &c) { g_config = c; }
 
+namespace {
+// Contention on the engine lock, for MPIX_VERBOSE: written by the thread
+// that just took the lock, so plain counters.
+LockWaitStats g_lock_wait_stats;
+}  // namespace
+
+LockWaitStats lock_wait_stats() { return g_lock_wait_stats; }
+
 void relock(progress::EngineLock &lock) {
   if (lock.try_lock()) return;
+  const auto t0 = std::chrono::steady_clock::now();
   g_lock_waiters.fetch_add(1, std::memory_order_relaxed);
   // The holder lets go within a poll or a call, well under a microsecond.
   // A thread that gives its core up instead costs microseconds (with a
@@ -176,6 +185,9 @@ void relock(progress::EngineLock &lock) {
   }
   if (!got) lock.lock();
   g_lock_waiters.fetch_sub(1, std::memory_order_relaxed);
+  ++g_lock_wait_stats.waits;
+  g_lock_wait_stats.wait_ns += static_cast<std::uint64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count());
 }
 
 progress::EngineMutex &engine_mutex() { return g_engine_mutex; }

@@ -412,6 +412,14 @@ void progress_drain();
 // Takes lock's mutex again, counted as a waiter while it blocks (so that a
 // thread polling with the lock lets go of it).
 void relock(progress::EngineLock &lock);
+// Times a thread found the engine lock taken, and the time all such threads
+// waited for it in all (MPIX_VERBOSE's contention line: what one lock costs
+// threads that call MPI side by side).
+struct LockWaitStats {
+  std::uint64_t waits = 0;
+  std::uint64_t wait_ns = 0;
+};
+LockWaitStats lock_wait_stats();
 // The mutex behind engine_lock(), for a try_lock from the liveness thread.
 progress::EngineMutex &engine_mutex();
 // Inline: every intercepted call on a handled communicator takes it, and
