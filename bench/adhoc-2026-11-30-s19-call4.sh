@@ -8,6 +8,9 @@
 #     MPI_Waitall, -a, N = 4096 .. 262144, ordered against -R.
 # Run on the GPU machine as:
 #   MPIX_ADHOC='source THIS_FILE' bash test/gpu/run.sh adhoc
+# NB, as run: host_bench_tools (called after `lib=` below) sets lib to the
+# bundle's library, so this measured 41a28bd's CUDA build from the bundle,
+# not extra/final (bench/RESULTS.md says so).
 ex=$PWD/extra
 mkdir -p "$ex/final"
 xz -dc "$ex/libmpix_host_final.so.xz" >"$ex/final/libmpix.so.0" || { echo "unpack failed"; return 1; }
