@@ -320,7 +320,7 @@ void P2PComm::arrived(const progress::Arrival &a) {
     if (link_) link_->consumed(a.source, a.credit);
     return;
   }
-  if (region_collects_arrival()) {
+  if (region_collects(false)) {
     // Matched at the next flush, after the transport's buffer is reused.
     Message *m = keep_arrival(a);  // owned by region_arrivals_ until the flush
     region_arrivals_.push_back(
@@ -465,9 +465,21 @@ int P2PComm::region_flush() {
   return handled;
 }
 
-bool P2PComm::region_queue_deep() const { return matcher_->depth() >= region_batch_min(); }
+bool P2PComm::region_collects_open(bool may_start) {
+  if (region_pending() || (may_start && matcher_->depth() >= region_batch_min())) return true;
+  region_batch_note_direct(1);
+  return false;
+}
 
-void P2PComm::region_note_direct() { region_batch_note_direct(1); }
+void P2PComm::region_collect(Request *r) {
+  // Matched at the next flush (progress, probe or region close); wildcards
+  // are refused inside a region (check_pattern), so the key is exact.
+  r->queued = true;
+  region_receives_.push_back(
+      match::BatchItem{match::BatchKey{0, r->peer, r->tag}, reinterpret_cast<match::Cookie>(r)});
+  receive_queued();
+  link_->want_more();
+}
 
 int P2PComm::region_progress() {
   const bool settled = region_receives_.size() <= region_receives_seen_;
@@ -568,8 +580,10 @@ int P2PComm::recv(void *buf, int count, MPI_Datatype dtype, int source, int tag,
     q.tag = tag;
     return &q;
   };
-  if (region_collects_receive()) {
-    if (const int rc = start_recv(make()); rc != MPI_SUCCESS) return rc;
+  if (region_collects(true)) {
+    Request *q = make();
+    begin_recv(q);
+    region_collect(q);
   } else {
     const match::PostResult res = matcher_->post_with(pattern_key(source, tag), [&] {
       Request *q = make();
@@ -609,14 +623,8 @@ int P2PComm::recv(void *buf, int count, MPI_Datatype dtype, int source, int tag,
 
 int P2PComm::start_recv(Request *r) {
   begin_recv(r);
-  if (region_collects_receive()) {
-    // Matched at the next flush (progress, probe or region close); wildcards
-    // are refused inside a region (check_pattern), so the key is exact.
-    r->queued = true;
-    region_receives_.push_back(
-        match::BatchItem{match::BatchKey{0, r->peer, r->tag}, reinterpret_cast<match::Cookie>(r)});
-    receive_queued();
-    link_->want_more();
+  if (region_collects(true)) {
+    region_collect(r);
     return MPI_SUCCESS;
   }
   const match::PostResult res =

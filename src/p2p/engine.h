@@ -147,29 +147,6 @@ class P2PComm final : public CommState, public progress::ArrivalSink {
   // probes flush first, and closing the region flushes. Returns the number
   // of entries handled.
   bool region_pending() const { return !region_arrivals_.empty() || !region_receives_.empty(); }
-  // Whether an entry of this communicator joins the region's next batch;
-  // false: it is matched at once, the ordered way, which is one of the
-  // matchings a region allows. A batch pays only where it is large: it
-  // spares a deep queue's walk, but each of its entries costs more than a
-  // match made at once (the arrival's record, the lists, the delivery
-  // through the general path). So a region's receive starts a batch only
-  // when the communicator already holds MPIX_REGION_BATCH_MIN messages and
-  // receives waiting (a deep queue for the batch to meet); then what comes
-  // (receives, arrivals) joins that batch until it is matched. Windows of
-  // tens of receives go the ordered way. papers/000 ch. 7.2; crossover
-  // measured in bench/RESULTS.md.
-  bool region_collects_receive() {
-    if (!region_open()) return false;
-    if (region_pending() || region_queue_deep()) return true;
-    region_note_direct();
-    return false;
-  }
-  bool region_collects_arrival() {
-    if (!region_open()) return false;
-    if (region_pending()) return true;
-    region_note_direct();
-    return false;
-  }
   int region_flush();
   // progress_poll()'s flush: only once the application stopped posting
   // (the receives did not grow since the last poll), so that a loop of
@@ -373,8 +350,22 @@ class P2PComm final : public CommState, public progress::ArrivalSink {
   std::vector<match::BatchItem> region_seq_[2];    // entries of keys queued in the matcher, per flush
   std::size_t region_receives_seen_ = 0;  // region_receives_.size() at the last poll
   void region_queue_arrival(const match::BatchItem &a);
-  bool region_queue_deep() const;
-  static void region_note_direct();  // for the statistics (region_batch.h)
+  // Whether an entry of an open region joins the region's next batch;
+  // false: it is matched at once, the ordered way, which is one of the
+  // matchings a region allows. A batch pays only where it is large: it
+  // spares a deep queue's walk, but each of its entries costs more than a
+  // match made at once (the arrival's record, the lists, the delivery
+  // through the general path). So a region's receive (may_start) starts a
+  // batch only when the communicator already holds MPIX_REGION_BATCH_MIN
+  // messages and receives waiting (a deep queue for the batch to meet);
+  // then what comes (receives, arrivals) joins that batch until it is
+  // matched. Windows of tens of receives go the ordered way. papers/000
+  // ch. 7.2; crossover measured in bench/RESULTS.md. Inline: every arrival
+  // and receive asks, nearly always outside any region.
+  bool region_collects(bool may_start) { return region_open() && region_collects_open(may_start); }
+  bool region_collects_open(bool may_start);
+  // Adds started receive r to the region's next batch.
+  void region_collect(Request *r);
   void region_queue_receive(const match::BatchItem &r);
   // A record of arrival a that outlives the transport's buffer (its payload
   // kept); the caller owns it.

@@ -1,6 +1,6 @@
 // Batch matching of an unordered region's receives and arrivals (engine.cc
 // collects them while a region is open and a batch is forming, see
-// P2PComm::region_collects_receive, and matches them at each progress
+// P2PComm::region_collects, and matches them at each progress
 // step): on the GPU (device/match_gpu.h) when the batch has at least
 // MPIX_GPU_MATCH_THRESHOLD entries and a GPU is there, otherwise, or when the
 // GPU fails, on the CPU (match/batch.h). Per-key FIFO in both cases:
@@ -42,7 +42,7 @@ struct RegionBatchStats {
 // gpu_threshold: fewest entries (arrivals + receives) sent to the GPU; 0:
 // never. batch_min: entries (messages and receives) a communicator must hold
 // waiting for a region's receive to start a batch (engine.h,
-// region_collects_receive).
+// P2PComm::region_collects).
 void region_batch_configure(std::size_t gpu_threshold, std::size_t batch_min);
 std::size_t region_batch_min();
 RegionBatchView region_batch_match(const std::vector<match::BatchItem> &arrivals,
