@@ -1,6 +1,9 @@
 #include "datatype.h"
 
+#include <algorithm>
 #include <cstdint>
+#include <cstring>
+#include <vector>
 
 namespace mpix::progress {
 
@@ -14,9 +17,10 @@ constexpr MPI_Aint kAnchor = 4096;
 
 class BottomView {
  public:
-  BottomView(MPI_Datatype dtype, int count) {
+  // count elements from byte `offset` past MPI_BOTTOM.
+  BottomView(MPI_Datatype dtype, int count, MPI_Aint offset = 0) {
     int len = count;
-    MPI_Aint disp = -kAnchor;
+    MPI_Aint disp = offset - kAnchor;
     if (PMPI_Type_create_hindexed(1, &len, &disp, dtype, &type_) == MPI_SUCCESS) PMPI_Type_commit(&type_);
   }
   ~BottomView() {
@@ -41,12 +45,55 @@ int pack_bytes(const void *buf, int count, MPI_Datatype dtype, void *out, int ou
   return PMPI_Pack(BottomView::base(), 1, view.type(), out, out_bytes, &position, comm);
 }
 
-int unpack_bytes(const void *in, int in_bytes, void *buf, int count, MPI_Datatype dtype, MPI_Comm comm) {
+namespace {
+// count whole elements of packed data at in into buf (NULL: MPI_BOTTOM),
+// starting `offset` bytes past it.
+int unpack_whole(const void *in, int in_bytes, void *buf, MPI_Aint offset, int count, MPI_Datatype dtype,
+                 MPI_Comm comm) {
   int position = 0;
-  if (buf != nullptr) return PMPI_Unpack(in, in_bytes, &position, buf, count, dtype, comm);
-  BottomView view(dtype, count);
+  if (buf != nullptr) return PMPI_Unpack(in, in_bytes, &position, static_cast<char *>(buf) + offset, count, dtype, comm);
+  BottomView view(dtype, count, offset);
   if (view.type() == MPI_DATATYPE_NULL) return MPI_ERR_TYPE;
   return PMPI_Unpack(in, in_bytes, &position, BottomView::base(), 1, view.type(), comm);
+}
+
+int pack_whole(const void *buf, MPI_Aint offset, int count, MPI_Datatype dtype, void *out, int out_bytes,
+               MPI_Comm comm) {
+  int position = 0;
+  if (buf != nullptr)
+    return PMPI_Pack(static_cast<const char *>(buf) + offset, count, dtype, out, out_bytes, &position, comm);
+  BottomView view(dtype, count, offset);
+  if (view.type() == MPI_DATATYPE_NULL) return MPI_ERR_TYPE;
+  return PMPI_Pack(BottomView::base(), 1, view.type(), out, out_bytes, &position, comm);
+}
+}  // namespace
+
+int unpack_bytes(const void *in, int in_bytes, void *buf, int count, MPI_Datatype dtype, MPI_Comm comm) {
+  MPI_Count size = 0;
+  PMPI_Type_size_x(dtype, &size);
+  if (in_bytes <= 0 || size <= 0 || count <= 0) return MPI_SUCCESS;
+  const MPI_Count whole = std::min<MPI_Count>(count, in_bytes / size);
+  if (whole > 0) {
+    const int rc = unpack_whole(in, static_cast<int>(whole * size), buf, 0, static_cast<int>(whole), dtype, comm);
+    if (rc != MPI_SUCCESS) return rc;
+  }
+  const MPI_Count rest = std::min<MPI_Count>(in_bytes, count * size) - whole * size;
+  if (rest <= 0) return MPI_SUCCESS;
+  // The message ends inside element `whole` (shorter than its receive's
+  // type: MPI writes the locations it covers, in type order). MPI_Unpack
+  // moves whole elements only, so that element's current bytes are packed,
+  // the message's rest laid over their start, and the element unpacked
+  // again: the locations past the message get back the bytes they held.
+  // (Dropping the partial element instead left its bytes unwritten while
+  // the status counted them.)
+  MPI_Aint lb = 0, extent = 0;
+  PMPI_Type_get_extent(dtype, &lb, &extent);
+  const MPI_Aint at = static_cast<MPI_Aint>(whole) * extent;
+  std::vector<char> element(static_cast<std::size_t>(size));
+  int rc = pack_whole(buf, at, 1, dtype, element.data(), static_cast<int>(size), comm);
+  if (rc != MPI_SUCCESS) return rc;
+  std::memcpy(element.data(), static_cast<const char *>(in) + whole * size, static_cast<std::size_t>(rest));
+  return unpack_whole(element.data(), static_cast<int>(size), buf, at, 1, dtype, comm);
 }
 
 Layout layout_of_other(MPI_Datatype type, MPI_Count count) {

@@ -77,9 +77,15 @@ inline bool is_derived(MPI_Datatype type) {
   return combiner != MPI_COMBINER_NAMED;
 }
 
-// MPI_Pack/MPI_Unpack of count elements at buf (NULL: MPI_BOTTOM) to or
-// from a packed byte buffer; MPI error code.
+// MPI_Pack of count elements at buf (NULL: MPI_BOTTOM) into a packed byte
+// buffer; MPI error code.
 int pack_bytes(const void *buf, int count, MPI_Datatype dtype, void *out, int out_bytes, MPI_Comm comm);
+// The received packed bytes at in into a receive of count elements at buf
+// (NULL: MPI_BOTTOM): the elements they fill, and where they end inside an
+// element (a message shorter than the receive's type), that element's
+// leading bytes in type order; what lies past the message keeps its
+// bytes. At most count elements (the caller truncates in_bytes first).
+// MPI error code.
 int unpack_bytes(const void *in, int in_bytes, void *buf, int count, MPI_Datatype dtype, MPI_Comm comm);
 
 }  // namespace mpix::progress

@@ -140,8 +140,7 @@ class PullOp final : public Op {
     if (err != 0 && error == MPI_SUCCESS) error = mpi_error(err, "rendezvous read");
     if (--remaining > 0) return;
     if (error == MPI_SUCCESS && temp && got > 0) {
-      const int elements = static_cast<int>(static_cast<MPI_Count>(got) / layout.type_size);
-      const int rc = unpack_bytes(temp.get(), static_cast<int>(got), buf, elements, dtype, comm);
+      const int rc = unpack_bytes(temp.get(), static_cast<int>(got), buf, count, dtype, comm);
       if (rc != MPI_SUCCESS) error = rc;
     }
     fabric()->send_control(world, kFrameRendezvousDone, 0, cookie);
@@ -153,6 +152,7 @@ class PullOp final : public Op {
   Pending *done = nullptr;
   void *buf = nullptr;
   MPI_Datatype dtype = MPI_DATATYPE_NULL;
+  int count = 0;  // elements of the receive
   MPI_Comm comm = MPI_COMM_NULL;
   Layout layout;
   std::size_t got = 0;
@@ -333,6 +333,7 @@ int OfiLink::pull(const Arrival &a, void *buf, int count, MPI_Datatype dtype, Pe
   op->done = done;
   op->buf = buf;
   op->dtype = dtype;
+  op->count = count;
   op->comm = params_.ctrl;
   op->layout = layout_of(dtype, count);
   op->world = from.world;

@@ -104,8 +104,7 @@ class PullOp final : public Op {
       if (layout.contiguous) {
         std::memcpy(static_cast<char *>(buf) + layout.true_lb, temp.get(), got);
       } else {
-        const int elements = static_cast<int>(static_cast<MPI_Count>(got) / layout.type_size);
-        const int rc = unpack_bytes(temp.get(), static_cast<int>(got), buf, elements, dtype, comm);
+        const int rc = unpack_bytes(temp.get(), static_cast<int>(got), buf, count, dtype, comm);
         if (rc != MPI_SUCCESS && err == MPI_SUCCESS) err = rc;
       }
     }

@@ -678,9 +678,7 @@ void P2PComm::deliver(Request *r, Message &m) {
   const std::uint64_t n = m.bytes < capacity ? m.bytes : capacity;
   int rc = m.bytes > capacity ? MPI_ERR_TRUNCATE : MPI_SUCCESS;
   if (n > 0) {
-    const Layout l = layout_of(r->dtype, r->count);
-    const int elements = static_cast<int>(n / static_cast<std::uint64_t>(l.type_size));
-    const int unpacked = unpack_bytes(m.payload, static_cast<int>(n), r->rbuf, elements, r->dtype, ctrl_);
+    const int unpacked = unpack_bytes(m.payload, static_cast<int>(n), r->rbuf, r->count, r->dtype, ctrl_);
     if (unpacked != MPI_SUCCESS) rc = unpacked;
   }
   r->finish(m.source, m.tag, rc, static_cast<MPI_Count>(n));

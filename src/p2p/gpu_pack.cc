@@ -96,8 +96,7 @@ int unpack_anywhere(const char *packed, std::size_t n, void *rbuf, MPI_Count cou
     return copy_result(copy_now(byte_at(rbuf, l.true_lb), false, packed, true, n, where.device), "copy to device");
   }
   if (!packable(count, n)) return MPI_ERR_COUNT;
-  const int elements = l.type_size > 0 ? static_cast<int>(static_cast<MPI_Count>(n) / l.type_size) : 0;
-  if (!dev) return unpack_bytes(packed, static_cast<int>(n), rbuf, elements, dtype, comm);
+  if (!dev) return unpack_bytes(packed, static_cast<int>(n), rbuf, count, dtype, comm);
   if (!device::compiled_with_cuda()) return error_code(Err::kDeviceBufferNoCuda);
   const int devno = where.device;
   // Read the extent back first: unpacking writes only the typed bytes, and
@@ -106,7 +105,7 @@ int unpack_anywhere(const char *packed, std::size_t n, void *rbuf, MPI_Count cou
   auto image = std::make_unique<char[]>(e.bytes);
   const int err = copy_result(copy_now(image.get(), true, byte_at(rbuf, e.lb), false, e.bytes, devno), "copy to host");
   if (err != MPI_SUCCESS) return err;
-  const int rc = unpack_bytes(packed, static_cast<int>(n), byte_at(image.get(), -e.lb), elements, dtype, comm);
+  const int rc = unpack_bytes(packed, static_cast<int>(n), byte_at(image.get(), -e.lb), count, dtype, comm);
   if (rc != MPI_SUCCESS) return rc;
   return copy_result(copy_now(byte_at(rbuf, e.lb), false, image.get(), true, e.bytes, devno), "copy to device");
 }

@@ -5,7 +5,8 @@
  * (into a receive posted first and as an unexpected message), eager and rendezvous sizes, zero
  * counts; MPI_Get_count and MPI_Get_elements for whole and partial
  * messages (MPI_UNDEFINED when not a whole number of elements), also after
- * MPI_Probe. Rank 0 sends to rank 1 and back; other ranks only join. Fails
+ * MPI_Probe; messages that end inside an element of a strided type (only
+ * the bytes they carry written). Rank 0 sends to rank 1 and back; other ranks only join. Fails
  * unless mpix carries its no-wildcard communicator (mtest_check_handled). */
 #include <stddef.h>
 #include <stdlib.h>
@@ -202,6 +203,44 @@ static void check_types(const tcomm_t *tc) {
       expect_counts(tc, "derived into basic", &st, MPI_INT, 6, 6);
     }
     MPI_Type_free(&tri);
+  }
+
+  /* Messages that end inside an element of a strided type (4 ints at every
+   * other int, extent 7 ints): exactly the ints the message carries land,
+   * in type order, and every other int of the buffer keeps its value. Eager
+   * sizes (part of the first element, one and a half, two and three
+   * quarters) and a rendezvous one that stops 3 ints short of its last
+   * element (the transports' unpack of a pulled message). */
+  {
+    MPI_Datatype v;
+    MPI_Type_vector(4, 1, 2, MPI_INT, &v);
+    MPI_Type_commit(&v);
+    const int cases[4][2] = {{3, 1}, {3, 6}, {3, 11}, {20000, 4 * 20000 - 3}}; /* elements, ints sent */
+    for (int c = 0; c < 4; c++) {
+      const int elems = cases[c][0], ints = cases[c][1], span = elems * 7;
+      int *buf = malloc(sizeof(int) * (size_t)span);
+      if (rank == 0) {
+        for (int i = 0; i < ints; i++) buf[i] = 100 + i;
+        MPI_Send(buf, ints, MPI_INT, peer, 9, comm);
+      } else {
+        for (int i = 0; i < span; i++) buf[i] = -1;
+        MPI_Recv(buf, elems, v, peer, 9, comm, &st);
+        int got = -1;
+        MPI_Get_elements(&st, MPI_INT, &got);
+        MTEST_CHECK(got == ints, "short strided message on %s: %d ints received, %d sent", tc->name, got, ints);
+        int bad = -1;
+        for (int i = 0; i < span && bad < 0; i++) {
+          const int e = i / 7, j = i % 7; /* element e, int j of its extent */
+          const int k = e * 4 + j / 2;    /* the message's int that lands there, if any */
+          const int want = j % 2 == 0 && k < ints ? 100 + k : -1;
+          if (buf[i] != want) bad = i;
+        }
+        MTEST_CHECK(bad < 0, "%d ints into %d strided elements on %s: int %d of the buffer is %d", ints, elems,
+                    tc->name, bad, bad < 0 ? 0 : buf[bad]);
+      }
+      free(buf);
+    }
+    MPI_Type_free(&v);
   }
 
   /* One block at an offset: 5 ints starting 3 ints in (true lower bound
