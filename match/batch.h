@@ -51,6 +51,9 @@ struct BatchPair {
   std::uint32_t receive;  // index into the receives (kFromQueue: see Matcher)
   Cookie arrival_cookie;
   Cookie receive_cookie;
+  // Matcher::match_batch, arrival == kFromQueue: the queued message's aux
+  // word (Matcher::arrive_with); otherwise 0 (the caller's arrival has it).
+  Cookie arrival_aux = 0;
 };
 
 // Caller-owned output arrays. Capacities: pairs >= min(n_arrivals,

@@ -28,23 +28,25 @@ class ExactQueues {
     if (!is_valid_message_key(k)) return PostResult{Status::kInvalidKey, 0, {}};
     ++core_.counters.posts;
     PostResult r{Status::kQueued, 0, {}};
-    if (match_or_queue</*kIncomingIsMessage=*/false>(pack(k), make_cookie, r.partner, r.handle)) {
+    if (match_or_queue</*kIncomingIsMessage=*/false>(pack(k), make_cookie, 0, r.partner, r.partner_aux, r.handle)) {
       r.status = Status::kMatched;
     }
     return r;
   }
 
-  ArriveResult arrive(Key k, Cookie message) {
-    return arrive_with(k, [message] { return message; });
+  ArriveResult arrive(Key k, Cookie message, Cookie aux = 0) {
+    return arrive_with(k, [message] { return message; }, aux);
   }
-  // arrive() whose cookie is made only if the message is queued.
+  // arrive() whose cookie is made only if the message is queued; aux is
+  // queued with it (Matcher::arrive_with).
   template <class MakeCookie>
-  ArriveResult arrive_with(Key k, MakeCookie&& make_cookie) {
+  ArriveResult arrive_with(Key k, MakeCookie&& make_cookie, Cookie aux = 0) {
     if (!is_valid_message_key(k)) return ArriveResult{Status::kInvalidKey, 0};
     ++core_.counters.arrivals;
     ArriveResult r{Status::kQueued, 0};
     RecvHandle unused;
-    if (match_or_queue</*kIncomingIsMessage=*/true>(pack(k), make_cookie, r.partner, unused)) {
+    Cookie unused_aux = 0;
+    if (match_or_queue</*kIncomingIsMessage=*/true>(pack(k), make_cookie, aux, r.partner, unused_aux, unused)) {
       r.status = Status::kMatched;
     }
     return r;
@@ -63,7 +65,7 @@ class ExactQueues {
     if (!is_valid_message_key(k)) return ProbeResult{false, 0};
     const Bucket* b = core_.table.find(pack(k));
     if (b == nullptr || !b->has_messages()) return ProbeResult{false, 0};
-    return ProbeResult{true, b->head_cookie};
+    return ProbeResult{true, b->head_cookie, b->head_word};
   }
 
   ProbeResult take(Key k) {
@@ -71,9 +73,10 @@ class ExactQueues {
     core_.tick();
     Bucket* b = core_.table.find(pack(k));
     if (b == nullptr || !b->has_messages()) return ProbeResult{false, 0};
+    const Cookie aux = b->head_word;
     const Cookie c = pop_partner(b, /*unexpected=*/true);
     ++core_.counters.takes;
-    return ProbeResult{true, c};
+    return ProbeResult{true, c, aux};
   }
 
   bool cancel(RecvHandle h) {
@@ -104,18 +107,21 @@ class ExactQueues {
 
  private:
   // Matches against the other side's FIFO of the key, or queues on this side.
+  // aux: the incoming entry's (queued with it); partner_aux: the partner's.
   template <bool kIncomingIsMessage, class MakeCookie>
-  bool match_or_queue(PackedKey k, MakeCookie&& make_cookie, Cookie& partner, RecvHandle& queued) {
+  bool match_or_queue(PackedKey k, MakeCookie&& make_cookie, Cookie aux, Cookie& partner, Cookie& partner_aux,
+                      RecvHandle& queued) {
     core_.tick();
     core_.table.reserve(1);
     Bucket* b = core_.table.find_or_insert(k);
     if (!b->empty() && b->holds_unexpected() != kIncomingIsMessage) {
+      partner_aux = b->head_word;
       partner = pop_partner(b, !kIncomingIsMessage);
       ++core_.counters.matches;
       return true;
     }
     b->set_holds_unexpected(kIncomingIsMessage);
-    queued = core_.fifo_push_new(*b, k, make_cookie());
+    queued = core_.fifo_push_new(*b, k, make_cookie(), aux);
     core_.note_queued(kIncomingIsMessage);
     return false;
   }

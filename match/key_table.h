@@ -32,11 +32,12 @@ struct Bucket {
   // with byte stores, and the next 32-bit load of the word then misses
   // store-to-load forwarding (measured: a quarter of the time of a match).
   std::uint32_t tail_side;
-  // Copies of the head entry's cookie and sequence number (FIFO buckets
-  // only): matching the only entry of a key, or comparing heads across
-  // buckets in the wildcard mode, then reads no node at all.
+  // Copies of the head entry's cookie and of its sequence number (the
+  // wildcard mode, which compares heads across buckets) or its aux word
+  // (the exact modes, which never do): FIFO buckets only. Matching the only
+  // entry of a key, or comparing heads, then reads no node at all.
   Cookie head_cookie;
-  std::uint64_t head_seq;
+  std::uint64_t head_word;
 
   static constexpr std::uint32_t kSideBit = 0x80000000u;
   bool empty() const { return head == kNil; }

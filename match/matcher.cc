@@ -96,7 +96,7 @@ MatcherBatchCounts Matcher::match_batch(const Entry* arrivals, std::uint32_t n_a
     const std::uint32_t r = b.unmatched_receives[k];
     const PostResult p = q.post(receives[r].key, receives[r].cookie);
     if (p.matched()) {
-      out.pairs[c.pairs++] = BatchPair{kFromQueue, r, p.partner, receives[r].cookie};
+      out.pairs[c.pairs++] = BatchPair{kFromQueue, r, p.partner, receives[r].cookie, p.partner_aux};
     } else {
       out.queued_receives[c.queued_receives++] = QueuedReceive{r, p.handle};
     }
@@ -106,7 +106,7 @@ MatcherBatchCounts Matcher::match_batch(const Entry* arrivals, std::uint32_t n_a
       q.prefetch(arrivals[b.unmatched_arrivals[k + kAhead]].key);
     }
     const std::uint32_t a = b.unmatched_arrivals[k];
-    const ArriveResult r = q.arrive(arrivals[a].key, arrivals[a].cookie);
+    const ArriveResult r = q.arrive(arrivals[a].key, arrivals[a].cookie, arrivals[a].aux);
     if (r.matched()) {
       out.pairs[c.pairs++] = BatchPair{a, kFromQueue, arrivals[a].cookie, r.partner};
     } else {

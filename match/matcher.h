@@ -87,10 +87,17 @@ class Matcher {
   }
   // arrive() that calls make_cookie() only when the message is queued (so a
   // caller builds its record of an unexpected message only if there is one).
+  // aux: a second word queued with the message and handed back with its
+  // cookie (PostResult::partner_aux, ProbeResult::aux, Entry::aux), kept in
+  // the key's bucket while the message heads its key, so that the receive
+  // of a message that small (a few payload bytes beside a tagged cookie)
+  // reads no memory but the bucket. Exact modes only (keeps_aux()); the
+  // wildcard mode refuses a nonzero aux with kWrongMode.
   template <class MakeCookie>
-  ArriveResult arrive_with(Key envelope, MakeCookie&& make_cookie) {
-    return with_queues([&](auto& q) { return q.arrive_with(envelope, make_cookie); });
+  ArriveResult arrive_with(Key envelope, MakeCookie&& make_cookie, Cookie aux = 0) {
+    return with_queues([&](auto& q) { return q.arrive_with(envelope, make_cookie, aux); });
   }
+  bool keeps_aux() const { return mode_ != Mode::kOrderedWildcard; }
   // The unexpected message that post(pattern) would match, left in place
   // (MPI_Iprobe).
   ProbeResult probe(Key pattern) {

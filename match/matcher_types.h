@@ -43,6 +43,7 @@ struct PostResult {
   Status status;
   Cookie partner;     // the matched message, when status == kMatched
   RecvHandle handle;  // the queued receive, when status == kQueued
+  Cookie partner_aux = 0;  // the aux word the message was queued with
   bool matched() const { return status == Status::kMatched; }
 };
 
@@ -56,12 +57,16 @@ struct ArriveResult {
 struct ProbeResult {
   bool found;
   Cookie cookie;
+  Cookie aux = 0;
 };
 
 // A queued entry as seen by snapshot/drain (in queue order).
 struct Entry {
   Key key;  // receive pattern or message envelope
   Cookie cookie;
+  // A second word an unexpected message carries in the exact modes (see
+  // Matcher::arrive_with), 0 otherwise.
+  Cookie aux = 0;
 };
 
 // What drain() removed: the matcher is empty afterwards.

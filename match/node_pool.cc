@@ -18,6 +18,7 @@ std::uint32_t NodePool::open_chunk() {
   Chunk& ch = chunks_[c];
   ch.nodes = std::make_unique<Node[]>(kChunkNodes);  // zeroed: every seq is 0
   if (with_links_) ch.links = std::make_unique<IndexLinks[]>(kChunkNodes);
+  else ch.aux = std::make_unique<Cookie[]>(kChunkNodes);
   ch.free_stack = std::make_unique<std::uint16_t[]>(kChunkNodes);
   // Hand out offsets in increasing order: fresh entries are then adjacent in
   // memory, which the hardware prefetcher likes.
@@ -41,6 +42,7 @@ void NodePool::trim(std::size_t keep_live) {
     if (ch.nodes == nullptr || ch.live != 0) continue;
     ch.nodes.reset();
     ch.links.reset();
+    ch.aux.reset();
     ch.free_stack.reset();
     clear_has_free(static_cast<std::uint32_t>(c));
     --open_chunks_;
@@ -57,7 +59,7 @@ void NodePool::trim(std::size_t keep_live) {
 
 std::size_t NodePool::bytes() const {
   const std::size_t per_node =
-      sizeof(Node) + sizeof(std::uint16_t) + (with_links_ ? sizeof(IndexLinks) : 0);
+      sizeof(Node) + sizeof(std::uint16_t) + (with_links_ ? sizeof(IndexLinks) : sizeof(Cookie));
   return open_chunks_ * kChunkNodes * per_node + chunks_.capacity() * sizeof(Chunk) +
          has_free_.capacity() * sizeof(std::uint64_t);
 }

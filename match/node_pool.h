@@ -47,7 +47,8 @@ class NodePool {
   static constexpr unsigned kChunkBits = 10;
   static constexpr std::uint32_t kChunkNodes = 1u << kChunkBits;
 
-  // with_index_links: also keep an IndexLinks per node (wildcard mode).
+  // with_index_links: also keep an IndexLinks per node (wildcard mode);
+  // otherwise an aux word per node (the exact modes: see Bucket::head_word).
   explicit NodePool(bool with_index_links) : with_links_(with_index_links) {}
 
   NodePool(const NodePool&) = delete;
@@ -90,6 +91,10 @@ class NodePool {
   Link& index_link(std::uint32_t slot, IndexId which) {
     return chunks_[slot >> kChunkBits].links[slot & (kChunkNodes - 1)].by[which];
   }
+  // Beside the node, not in it (two nodes per cache line stay): read only
+  // when an entry becomes the head of its key, which copies it into the
+  // bucket. Pools without index links only.
+  Cookie& aux(std::uint32_t slot) { return chunks_[slot >> kChunkBits].aux[slot & (kChunkNodes - 1)]; }
 
   // True when `slot` lies in an open chunk (a cancel handle may outlive a
   // trimmed chunk).
@@ -113,6 +118,7 @@ class NodePool {
   struct Chunk {
     std::unique_ptr<Node[]> nodes;         // null once trimmed
     std::unique_ptr<IndexLinks[]> links;   // wildcard mode only
+    std::unique_ptr<Cookie[]> aux;         // the other modes only
     // Free offsets: entries [0, kChunkNodes - live) are in use, the top one
     // (index kChunkNodes - 1 - live) is handed out next.
     std::unique_ptr<std::uint16_t[]> free_stack;

@@ -97,12 +97,15 @@ class WildcardQueues {
     return PostResult{Status::kQueued, 0, h};
   }
 
-  ArriveResult arrive(Key k, Cookie message) {
-    return arrive_with(k, [message] { return message; });
+  ArriveResult arrive(Key k, Cookie message, Cookie aux = 0) {
+    return arrive_with(k, [message] { return message; }, aux);
   }
-  // arrive() whose cookie is made only if the message is queued.
+  // arrive() whose cookie is made only if the message is queued. This mode
+  // keeps no aux words (its buckets hold the heads' sequence numbers): a
+  // message with one is refused, nothing done.
   template <class MakeCookie>
-  ArriveResult arrive_with(Key k, MakeCookie&& make_cookie) {
+  ArriveResult arrive_with(Key k, MakeCookie&& make_cookie, Cookie aux = 0) {
+    if (aux != 0) return ArriveResult{Status::kWrongMode, 0};
     if (!is_valid_message_key(k)) return ArriveResult{Status::kInvalidKey, 0};
     ++core_.counters.arrivals;
     core_.tick();
@@ -112,8 +115,8 @@ class WildcardQueues {
     Bucket* best = nullptr;
     std::uint64_t best_seq = ~std::uint64_t{0};
     auto consider = [&](Bucket* b) {
-      if (b != nullptr && b->has_receives() && b->head_seq < best_seq) {
-        best_seq = b->head_seq;
+      if (b != nullptr && b->has_receives() && b->head_word < best_seq) {
+        best_seq = b->head_word;
         best = b;
       }
     };

@@ -33,6 +33,10 @@ const Pvar kPvars[] = {
     {"mpix_unexpected_depth_max", kHigh,
      "deepest unexpected-message queue one handled communicator has had since MPI_Init",
      &Sample::unexpected_max},
+    {"mpix_unexpected_inline", kCounter,
+     "unexpected messages of at most 8 bytes (eager, not synchronous) kept in the matcher of a no-wildcard "
+     "communicator with no record of their own, so that their receive reads one cache line",
+     &Sample::unexpected_inline},
     {"mpix_eager_sends", kCounter,
      "messages sent eagerly (envelope and payload together; MPIX_EAGER_LIMIT), every transport",
      &Sample::eager_sent},
@@ -131,6 +135,7 @@ Sample sample_now() {
   s.unexpected_now = m.unexpected_now;
   s.posted_now = m.posted_now;
   s.unexpected_max = m.unexpected_max;
+  s.unexpected_inline = m.unexpected_inline;
   s.eager_sent = t.eager_sent;
   s.rendezvous_sent = t.rendezvous_sent;
   s.arrivals = t.arrivals;

@@ -10,7 +10,7 @@ namespace mpix::mpit {
 
 // Every value the performance variables show, read at one instant.
 struct Sample {
-  std::uint64_t matches, unexpected_now, posted_now, unexpected_max;
+  std::uint64_t matches, unexpected_now, posted_now, unexpected_max, unexpected_inline;
   std::uint64_t eager_sent, rendezvous_sent, arrivals, sync_acks, credit_stalls, shm_ring;
   std::uint64_t region_batches, region_gpu_batches, region_pairs_cpu, region_pairs_gpu, region_sequential,
       region_direct;

@@ -333,6 +333,7 @@ class P2PComm final : public CommState, public progress::ArrivalSink {
   std::unique_ptr<match::Matcher> matcher_;
   std::unique_ptr<progress::Link> link_;
   std::size_t receives_waiting_ = 0;    // posted receives queued in the matcher
+  std::uint64_t unexpected_inline_ = 0;  // messages queued as inline cookies (engine.cc)
   // The tag of each transfer's payload (and, + 1, its GPU replies), per
   // destination: 0 .. MPI_TAG_UB - 1, then again (src/p2p/gpu_tags.h).
   int next_data_tag(int dest);
@@ -370,6 +371,9 @@ class P2PComm final : public CommState, public progress::ArrivalSink {
   // A record of arrival a that outlives the transport's buffer (its payload
   // kept); the caller owns it.
   Message *keep_arrival(const progress::Arrival &a);
+  // probe()'s answer for a message kept inline in the matcher (engine.cc,
+  // "Inline messages"), valid until the next probe.
+  Message probe_view_;
   friend MatchTotals match_totals();
 };
 
@@ -435,6 +439,7 @@ struct MatchTotals {
   std::uint64_t unexpected_now = 0;  // messages waiting for a receive
   std::uint64_t posted_now = 0;      // receives waiting for a message
   std::uint64_t unexpected_max = 0;  // deepest unexpected queue of one communicator
+  std::uint64_t unexpected_inline = 0;  // unexpected messages kept without a record (engine.cc)
 };
 MatchTotals match_totals();
 

@@ -274,6 +274,7 @@ int main(int argc, char **argv) {
   MPI_T_pvar_handle arrivals = pvar_handle(session, "mpix_arrivals", MPI_T_PVAR_CLASS_COUNTER);
   MPI_T_pvar_handle depth = pvar_handle(session, "mpix_unexpected_depth", MPI_T_PVAR_CLASS_LEVEL);
   MPI_T_pvar_handle depth_max = pvar_handle(session, "mpix_unexpected_depth_max", MPI_T_PVAR_CLASS_HIGHWATERMARK);
+  MPI_T_pvar_handle kept_inline = pvar_handle(session, "mpix_unexpected_inline", MPI_T_PVAR_CLASS_COUNTER);
   int pindex = -1;
   MTEST_CHECK(MPI_T_pvar_get_index("mpix_matches", MPI_T_PVAR_CLASS_LEVEL, &pindex) == MPI_T_ERR_INVALID_NAME,
               "pvar_get_index with the wrong class");
@@ -308,6 +309,10 @@ int main(int argc, char **argv) {
     MTEST_CHECK(held == kHeld, "unexpected depth %llu, %d messages wait", held, kHeld);
     MTEST_CHECK(pvar_read(session, depth_max, "mpix_unexpected_depth_max") >= kHeld, "high-water mark below %d",
                 kHeld);
+    /* One byte each, unexpected on a no-wildcard communicator: kept with
+     * no record of their own. */
+    MTEST_CHECK(pvar_read(session, kept_inline, "mpix_unexpected_inline") == kHeld, "inline messages %llu, %d held",
+                pvar_read(session, kept_inline, "mpix_unexpected_inline"), kHeld);
     for (int i = 0; i < kHeld; i++) MPI_Recv(buf, 1, MPI_CHAR, 0, 200 + i, comm, MPI_STATUS_IGNORE);
     MTEST_CHECK(pvar_read(session, depth, "mpix_unexpected_depth") == 0, "unexpected depth after the receives");
     const unsigned long long total = kEager + kRendezvous + kHeld;

@@ -31,6 +31,11 @@
 namespace mpix::match {
 namespace {
 
+// The aux word a test queues with message cookie c (Matcher::arrive_with):
+// distinct per cookie and never 0, so that one handed back with the wrong
+// message, or lost, shows.
+Cookie aux_of(Cookie c) { return c * 0x9E3779B97F4A7C15ull + 7; }
+
 using test::ReferenceMatcher;
 
 double test_scale() {
@@ -144,6 +149,7 @@ class OrderedDifferential {
     }
     if (want) {
       ASSERT_EQ(got.partner, *want) << where() << " post " << str(k);
+      ASSERT_EQ(got.partner_aux, expected_aux(*want)) << where() << " post " << str(k);
     } else {
       ASSERT_EQ(got.status, Status::kQueued) << where();
       remember_handle(got.handle, ref_id);
@@ -159,7 +165,7 @@ class OrderedDifferential {
     const ArriveResult got = c % 2 == 0 ? m_.arrive(k, c) : m_.arrive_with(k, [&] {
       ++made;
       return c;
-    });
+    }, expected_aux(c));
     ASSERT_EQ(got.matched(), want.has_value()) << where() << " arrive " << str(k);
     if (c % 2 != 0) {
       ASSERT_EQ(made, want ? 0 : 1) << where() << " arrive_with " << str(k);
@@ -175,6 +181,7 @@ class OrderedDifferential {
     ASSERT_EQ(got.found, want.has_value()) << where() << " probe " << str(k);
     if (want) {
       ASSERT_EQ(got.cookie, *want) << where() << " probe " << str(k);
+      ASSERT_EQ(got.aux, expected_aux(*want)) << where() << " probe " << str(k);
     }
   }
 
@@ -184,6 +191,7 @@ class OrderedDifferential {
     ASSERT_EQ(got.found, want.has_value()) << where() << " take " << str(k);
     if (want) {
       ASSERT_EQ(got.cookie, *want) << where() << " take " << str(k);
+      ASSERT_EQ(got.aux, expected_aux(*want)) << where() << " take " << str(k);
     }
   }
 
@@ -219,12 +227,17 @@ class OrderedDifferential {
     for (const Entry& e : unexpected) {
       ASSERT_EQ(e.key, u->envelope) << where();
       ASSERT_EQ(e.cookie, u->cookie) << where();
+      ASSERT_EQ(e.aux, expected_aux(e.cookie)) << where();
       ++u;
     }
     const Stats s = m_.stats();
     ASSERT_EQ(s.posted_depth, posted.size()) << where();
     ASSERT_EQ(s.unexpected_depth, unexpected.size()) << where();
   }
+
+  // Messages queued through arrive_with (odd cookies) carry aux words where
+  // the mode keeps them; arrive() queues none.
+  Cookie expected_aux(Cookie c) const { return m_.keeps_aux() && c % 2 != 0 ? aux_of(c) : 0; }
 
   OrderedConfig cfg_;
   Matcher m_;
@@ -347,6 +360,7 @@ class UnorderedModelRun {
     const Cookie c = next_cookie_++;
     const PostResult p = m_.post(k, c);
     if (p.matched()) {
+      ASSERT_EQ(p.partner_aux, aux_of(p.partner)) << where() << " aux of the matched message";
       consume_message(k, p.partner);
     } else {
       queue_receive(k, c, p.handle);
@@ -355,7 +369,7 @@ class UnorderedModelRun {
   void do_arrive(Key k) {
     const Cookie c = next_cookie_++;
     arrived_.push_back(c);
-    const ArriveResult a = m_.arrive(k, c);
+    const ArriveResult a = m_.arrive_with(k, [c] { return c; }, aux_of(c));
     if (a.matched()) {
       consume_receive(k, a.partner);
       ASSERT_TRUE(consumed_.insert(c).second);
@@ -369,13 +383,17 @@ class UnorderedModelRun {
     ASSERT_EQ(p.found, it != unexpected_.end()) << where();
     if (p.found) {
       ASSERT_NE(std::find(it->second.begin(), it->second.end(), p.cookie), it->second.end());
+      ASSERT_EQ(p.aux, aux_of(p.cookie)) << where();
     }
   }
   void do_take(Key k) {
     const bool expect = unexpected_.count(id(k)) != 0;
     const ProbeResult t = m_.take(k);
     ASSERT_EQ(t.found, expect) << where();
-    if (t.found) consume_message(k, t.cookie);
+    if (t.found) {
+      ASSERT_EQ(t.aux, aux_of(t.cookie)) << where();
+      consume_message(k, t.cookie);
+    }
   }
   void do_cancel() {
     if (handles_.empty()) return;
@@ -393,7 +411,8 @@ class UnorderedModelRun {
     std::vector<Entry> arrivals(na);
     std::vector<Entry> receives(nr);
     for (Entry& e : arrivals) {
-      e = Entry{keys_.message(rng_), next_cookie_++};
+      e = Entry{keys_.message(rng_), next_cookie_, aux_of(next_cookie_)};
+      ++next_cookie_;
       arrived_.push_back(e.cookie);
     }
     for (Entry& e : receives) e = Entry{keys_.message(rng_), next_cookie_++};
@@ -418,6 +437,7 @@ class UnorderedModelRun {
       }
       ASSERT_FALSE(p.arrival == kFromQueue && p.receive == kFromQueue);
       if (p.arrival == kFromQueue) {
+        ASSERT_EQ(p.arrival_aux, aux_of(p.arrival_cookie)) << where() << " aux of a queued message";
         consume_message(receives[p.receive].key, p.arrival_cookie);
       } else if (p.receive == kFromQueue) {
         consume_receive(arrivals[p.arrival].key, p.receive_cookie);

@@ -353,6 +353,73 @@ TEST_P(OrderedMode, TakeAndProbeSeeTheOldest) {
 
 INSTANTIATE_TEST_SUITE_P(Modes, OrderedMode, testing::ValuesIn(kOrderedModes), mode_label);
 
+// ---- Aux words (the exact modes) ----
+
+// Each message's aux word comes back with it, whether it headed its key
+// when queued or became the head later (copied from beside its node), and
+// through every way out: post, probe, take, drain.
+TEST(AuxWords, TravelWithTheirMessageThroughEveryWayOut) {
+  for (Mode mode : {Mode::kOrdered, Mode::kUnordered}) {
+    Matcher m(mode);
+    ASSERT_TRUE(m.keeps_aux());
+    for (Cookie c = 1; c <= 6; ++c) {
+      ASSERT_EQ(m.arrive_with(kA, [c] { return c; }, 1000 + c).status, Status::kQueued);
+      ASSERT_EQ(m.arrive_with(kB, [c] { return 10 + c; }, 2000 + c).status, Status::kQueued);
+    }
+    const PostResult p = m.post(kA, 99);
+    EXPECT_EQ(p.partner, 1u);
+    EXPECT_EQ(p.partner_aux, 1001u);
+    EXPECT_EQ(m.probe(kA).aux, 1002u);
+    const ProbeResult t = m.take(kA);
+    EXPECT_EQ(t.cookie, 2u);
+    EXPECT_EQ(t.aux, 1002u);
+    EXPECT_EQ(m.post(kA, 98).partner_aux, 1003u);
+    EXPECT_EQ(m.post(kB, 97).partner_aux, 2001u);
+    // A receive queued on an emptied key, then matched by a message with a
+    // word: the receive's side has none.
+    for (int i = 0; i < 3; ++i) m.post(kA, 90);
+    ASSERT_EQ(m.post(kA, 96).status, Status::kQueued);
+    const Drained d = m.drain();
+    ASSERT_EQ(d.unexpected.size(), 5u);
+    for (const Entry& e : d.unexpected) EXPECT_EQ(e.aux, 2000 + (e.cookie - 10)) << "cookie " << e.cookie;
+    for (const Entry& e : d.posted) EXPECT_EQ(e.aux, 0u);
+  }
+}
+
+// Thousands of keys, each with a few messages, across pool chunks that are
+// freed and opened again: every word stays with its message.
+TEST(AuxWords, SurviveManyKeysAndChunkReuse) {
+  Matcher m(Mode::kOrdered);
+  for (int round = 0; round < 3; ++round) {
+    for (int i = 0; i < 3000; ++i)
+      for (int j = 0; j < 3; ++j) {
+        const Cookie c = static_cast<Cookie>(round * 100000 + i * 3 + j + 1);
+        m.arrive_with(Key{i % 7, i}, [c] { return c; }, c * 31);
+      }
+    for (int i = 2999; i >= 0; --i)
+      for (int j = 0; j < 3; ++j) {
+        const PostResult p = m.post(Key{i % 7, i}, 5);
+        ASSERT_TRUE(p.matched());
+        ASSERT_EQ(p.partner, static_cast<Cookie>(round * 100000 + i * 3 + j + 1));
+        ASSERT_EQ(p.partner_aux, p.partner * 31);
+      }
+    m.trim();
+  }
+}
+
+// The wildcard mode's buckets hold sequence numbers, not aux words: a
+// message with one is refused, and nothing is queued.
+TEST(AuxWords, WildcardModeRefusesThem) {
+  Matcher m(Mode::kOrderedWildcard);
+  EXPECT_FALSE(m.keeps_aux());
+  int made = 0;
+  EXPECT_EQ(m.arrive_with(kA, [&made] { ++made; return Cookie{1}; }, 5).status, Status::kWrongMode);
+  EXPECT_EQ(made, 0);
+  EXPECT_EQ(m.stats().unexpected_depth, 0u);
+  EXPECT_EQ(m.arrive_with(kA, [] { return Cookie{2}; }, 0).status, Status::kQueued);
+  EXPECT_EQ(m.post(kA, 3).partner_aux, 0u);
+}
+
 // ---- Wildcards ----
 
 TEST(NoWildcardModes, RejectWildcards) {

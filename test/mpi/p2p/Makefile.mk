@@ -37,6 +37,11 @@ test_mpi_p2p_recv_arrived_SOURCES = test/mpi/p2p/recv_arrived.c
 test_mpi_p2p_recv_arrived_CFLAGS = $(MPIX_CFLAGS) -I$(top_srcdir)/test/mpi
 test_mpi_p2p_recv_arrived_LDADD = src/libmpix.la $(MPI_LIBS)
 test_mpi_p2p_recv_arrived_LDFLAGS = -no-install
+check_PROGRAMS += test/mpi/p2p/inline_tiny
+test_mpi_p2p_inline_tiny_SOURCES = test/mpi/p2p/inline_tiny.c
+test_mpi_p2p_inline_tiny_CFLAGS = $(MPIX_CFLAGS) -I$(top_srcdir)/test/mpi
+test_mpi_p2p_inline_tiny_LDADD = src/libmpix.la $(MPI_LIBS)
+test_mpi_p2p_inline_tiny_LDFLAGS = -no-install
 
 check_PROGRAMS += test/mpi/p2p/truncate
 test_mpi_p2p_truncate_SOURCES = test/mpi/p2p/truncate.c
