@@ -25,8 +25,9 @@ class QueueCore {
 
   // Appends a new entry to the FIFO of its key's bucket. Only writes to
   // nodes (stores do not stall the pipeline the way loads do). Returns the
-  // handle of the new entry. aux: the exact modes only (0 in the wildcard
-  // mode, which keeps no aux words).
+  // handle of the new entry. aux: an unexpected message's, in the exact
+  // modes only (the wildcard mode keeps none); receives have none, and
+  // their slots' aux words are neither written nor read.
   RecvHandle fifo_push_new(Bucket& b, PackedKey key, Cookie cookie, Cookie aux = 0) {
     const std::uint32_t slot = pool.allocate();
     const std::uint64_t seq = ++seq_;
@@ -35,7 +36,7 @@ class QueueCore {
     n.seq = seq;
     n.key = key;
     n.fifo.next = kNil;
-    if (!with_index_links_) pool.aux(slot) = aux;
+    if (!with_index_links_ && b.holds_unexpected()) pool.aux(slot) = aux;
     const std::uint32_t tail = b.tail();
     if (tail == kNil) {
       b.head = slot;
@@ -63,7 +64,7 @@ class QueueCore {
     const Node& n = pool.node(next);
     b.head = next;
     b.head_cookie = n.cookie;
-    b.head_word = with_index_links_ ? n.seq : pool.aux(next);
+    b.head_word = with_index_links_ ? n.seq : b.holds_unexpected() ? pool.aux(next) : 0;
     return slot;
   }
 
@@ -136,7 +137,7 @@ std::vector<Entry> QueueCore::snapshot(bool unexpected, SkipBucket&& skip) {
     if (b.empty() || b.holds_unexpected() != unexpected || skip(b)) return;
     for (std::uint32_t s = b.head; s != kNil; s = pool.node(s).fifo.next) {
       const Node& n = pool.node(s);
-      items.push_back(Item{n.seq, Entry{unpack(n.key), n.cookie, with_index_links_ ? 0 : pool.aux(s)}});
+      items.push_back(Item{n.seq, Entry{unpack(n.key), n.cookie, with_index_links_ || !unexpected ? 0 : pool.aux(s)}});
     }
   });
   std::vector<Entry> out;
