@@ -159,6 +159,7 @@ namespace {
 constexpr std::uint64_t kInlineMax = sizeof(match::Cookie);
 constexpr std::uint64_t kInlineCreditLimit = std::uint64_t{1} << 59;
 
+static_assert(alignof(Message) > 1, "bit 0 of a Message* is never set");
 bool is_inline(match::Cookie c) { return (c & 1u) != 0; }
 std::uint64_t inline_bytes(match::Cookie c) { return (c >> 1) & 0xf; }
 std::size_t inline_credit(match::Cookie c) { return static_cast<std::size_t>(c >> 5); }
