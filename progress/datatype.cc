@@ -35,17 +35,6 @@ class BottomView {
   MPI_Datatype type_ = MPI_DATATYPE_NULL;
 };
 
-}  // namespace
-
-int pack_bytes(const void *buf, int count, MPI_Datatype dtype, void *out, int out_bytes, MPI_Comm comm) {
-  int position = 0;
-  if (buf != nullptr) return PMPI_Pack(buf, count, dtype, out, out_bytes, &position, comm);
-  BottomView view(dtype, count);
-  if (view.type() == MPI_DATATYPE_NULL) return MPI_ERR_TYPE;
-  return PMPI_Pack(BottomView::base(), 1, view.type(), out, out_bytes, &position, comm);
-}
-
-namespace {
 // count whole elements of packed data at in into buf (NULL: MPI_BOTTOM),
 // starting `offset` bytes past it.
 int unpack_whole(const void *in, int in_bytes, void *buf, MPI_Aint offset, int count, MPI_Datatype dtype,
@@ -67,6 +56,10 @@ int pack_whole(const void *buf, MPI_Aint offset, int count, MPI_Datatype dtype, 
   return PMPI_Pack(BottomView::base(), 1, view.type(), out, out_bytes, &position, comm);
 }
 }  // namespace
+
+int pack_bytes(const void *buf, int count, MPI_Datatype dtype, void *out, int out_bytes, MPI_Comm comm) {
+  return pack_whole(buf, 0, count, dtype, out, out_bytes, comm);
+}
 
 int unpack_bytes(const void *in, int in_bytes, void *buf, int count, MPI_Datatype dtype, MPI_Comm comm) {
   MPI_Count size = 0;

@@ -190,17 +190,20 @@ void from_inline(match::Cookie c, match::Cookie aux, int source, int tag, Messag
   m.payload = m.small;
 }
 
-// The message a matched cookie names: its record (then owned by rec) or,
-// inline, `inl` filled in.
-Message &claim_message(match::Cookie c, match::Cookie aux, int source, int tag, Message &inl,
-                       std::unique_ptr<Message> &rec) {
-  if (!is_inline(c)) {
-    rec.reset(reinterpret_cast<Message *>(c));
-    return *rec;
+// The message a matched cookie names, for one delivery: its record (owned
+// from here) or, inline, one made on the stack.
+class Claimed {
+ public:
+  Claimed(match::Cookie c, match::Cookie aux, int source, int tag) {
+    if (is_inline(c)) from_inline(c, aux, source, tag, inl_);
+    else rec_.reset(reinterpret_cast<Message *>(c));
   }
-  from_inline(c, aux, source, tag, inl);
-  return inl;
-}
+  Message &operator*() { return rec_ ? *rec_ : inl_; }
+
+ private:
+  Message inl_;
+  std::unique_ptr<Message> rec_;
+};
 
 // The same as a record of its own (made for an inline one).
 std::unique_ptr<Message> message_record(match::Cookie c, match::Cookie aux, int source, int tag) {
@@ -584,9 +587,8 @@ void P2PComm::region_queue_receive(const match::BatchItem &item) {
   auto *r = reinterpret_cast<Request *>(item.cookie);
   const match::PostResult res = matcher_->post(match::Key{item.key.source, item.key.tag}, item.cookie);
   if (res.matched()) {
-    Message inl;
-    std::unique_ptr<Message> rec;
-    Message &m = claim_message(res.partner, res.partner_aux, item.key.source, item.key.tag, inl, rec);
+    Claimed claimed(res.partner, res.partner_aux, item.key.source, item.key.tag);
+    Message &m = *claimed;
     receive_unqueued();
     unexpected_consumed(m);
     deliver(r, m);
@@ -675,34 +677,34 @@ int P2PComm::recv(void *buf, int count, MPI_Datatype dtype, int source, int tag,
       return reinterpret_cast<match::Cookie>(q);
     });
     if (res.matched()) {
-      if (is_inline(res.partner)) {
-        // (source, tag) is the message's envelope: no wildcards here.
-        const Layout l = layout_of(dtype, count);
-        if (l.contiguous && (l.bytes == 0 || device::device_of(buf) < 0)) {
-          link_->consumed(source, inline_credit(res.partner));
-          char payload[kInlineMax];
-          std::memcpy(payload, &res.partner_aux, sizeof payload);
-          int rc = MPI_SUCCESS;
-          const std::uint64_t n = copy_eager(static_cast<char *>(buf) + l.true_lb, static_cast<std::uint64_t>(l.bytes),
-                                             payload, inline_bytes(res.partner), &rc);
-          status_fill(status, source, tag, -1, static_cast<MPI_Count>(n), false);
-          return rc;
-        }
+      // An eager payload into one block of host memory: copied out here,
+      // the status written, no request.
+      const auto host_block = [&](Layout *l) {
+        *l = layout_of(dtype, count);
+        return l->contiguous && (l->bytes == 0 || device::device_of(buf) < 0);
+      };
+      const auto copy_out = [&](const Layout &l, const char *payload, std::uint64_t bytes, int from, int with_tag) {
+        int rc = MPI_SUCCESS;
+        const std::uint64_t n =
+            copy_eager(static_cast<char *>(buf) + l.true_lb, static_cast<std::uint64_t>(l.bytes), payload, bytes, &rc);
+        status_fill(status, from, with_tag, -1, static_cast<MPI_Count>(n), false);
+        return rc;
+      };
+      Layout l;
+      if (is_inline(res.partner) && host_block(&l)) {
+        // Straight from the matcher's aux word; (source, tag) is the
+        // message's envelope (only the exact modes inline).
+        link_->consumed(source, inline_credit(res.partner));
+        char payload[kInlineMax];
+        std::memcpy(payload, &res.partner_aux, sizeof payload);
+        return copy_out(l, payload, inline_bytes(res.partner), source, tag);
       }
-      Message inl;
-      std::unique_ptr<Message> rec;
-      Message &m = claim_message(res.partner, res.partner_aux, source, tag, inl, rec);
+      Claimed claimed(res.partner, res.partner_aux, source, tag);
+      Message &m = *claimed;
       unexpected_consumed(m);
-      if (m.kind == kEager) {
-        const Layout l = layout_of(dtype, count);
-        if (l.contiguous && (l.bytes == 0 || device::device_of(buf) < 0)) {
-          if ((m.flags & progress::kFlagSyncAck) != 0) link_->matched(m.arrival());
-          int rc = MPI_SUCCESS;
-          const std::uint64_t n = copy_eager(static_cast<char *>(buf) + l.true_lb,
-                                             static_cast<std::uint64_t>(l.bytes), m.payload, m.bytes, &rc);
-          status_fill(status, m.source, m.tag, -1, static_cast<MPI_Count>(n), false);
-          return rc;
-        }
+      if (m.kind == kEager && host_block(&l)) {
+        if ((m.flags & progress::kFlagSyncAck) != 0) link_->matched(m.arrival());
+        return copy_out(l, m.payload, m.bytes, m.source, m.tag);
       }
       Request *q = make();
       begin_recv(q);
@@ -729,9 +731,8 @@ int P2PComm::start_recv(Request *r) {
   const match::PostResult res =
       matcher_->post(pattern_key(r->peer, r->tag), reinterpret_cast<match::Cookie>(r));
   if (res.matched()) {
-    Message inl;
-    std::unique_ptr<Message> rec;
-    Message &m = claim_message(res.partner, res.partner_aux, r->peer, r->tag, inl, rec);
+    Claimed claimed(res.partner, res.partner_aux, r->peer, r->tag);
+    Message &m = *claimed;
     unexpected_consumed(m);
     deliver(r, m);
     return MPI_SUCCESS;
