@@ -1,6 +1,7 @@
 # The progress engine: operations in flight on the transport underneath.
 src_libmpixcore_la_SOURCES += progress/inflight.cc progress/inflight.h
-# The engine's lock (one atomic exchange to take, a store to let go).
+# The engine's lock (one atomic exchange to take, a store to let go; biased
+# to the application below MPI_THREAD_MULTIPLE: a plain store).
 src_libmpixcore_la_SOURCES += progress/engine_mutex.cc progress/engine_mutex.h
 # Process-lifetime registries that outlive exit() (threads may still poll them).
 src_libmpixcore_la_SOURCES += progress/immortal.h

@@ -11,6 +11,7 @@
 #include <thread>
 #include <vector>
 
+#include "engine_mutex.h"
 #include "immortal.h"
 
 namespace mpix::progress {
@@ -43,6 +44,7 @@ State &state() {
 }
 
 void run() {
+  mark_internal_thread();
   State &s = state();
   Clock::time_point last_activity = Clock::now();
   auto sleep_for = std::chrono::microseconds(1);

@@ -357,6 +357,12 @@ const ConfigVar kVars[] = {
         "after 64 yields, naps 20 us at a time); 0: yield at once. Threads receiving side by side hand the lock over "
         "in well under a microsecond, giving the core up costs microseconds",
         integer<&Config::lock_spins, 0, 1L << 20>()),
+    row("MPIX_LOCK_BIAS", "on", "on or off",
+        "on: below MPI_THREAD_MULTIPLE the engine lock is biased to the application, which takes it with a plain "
+        "store instead of an atomic exchange; mpix's own threads revoke the bias when they need the lock "
+        "(membarrier(2), microseconds) and the application earns it back after 4096 acquisitions. Never biased "
+        "where membarrier is refused or under ThreadSanitizer",
+        words<&Config::lock_bias, kOnOffWords>()),
     row("MPIX_LINK_CHECK", "off", "off or defer",
         "testing: defer: every eager send handed to the transport with a completion is held and its payload read "
         "only at the next progress step, so code that reuses a send's memory before the send completed sends "

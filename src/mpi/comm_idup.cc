@@ -51,6 +51,7 @@ std::list<std::unique_ptr<PendingDup>> &pending_dups() {
 
 void complete(PendingDup &p) {
   const InternalThread internal;  // errors come back through the request
+  progress::mark_internal_thread();
   int rc = PMPI_Wait(&p.native, MPI_STATUS_IGNORE);
   if (rc == MPI_SUCCESS) rc = comm_created(p.child, p.hints);
   auto lock = engine_lock();

@@ -112,6 +112,14 @@ const Pvar kPvars[] = {
      &Sample::stream_host_driven},
     {"mpix_malformed_dropped", kCounter,
      "messages from peers dropped because their envelope or descriptor did not decode", &Sample::malformed},
+    {"mpix_lock_fast_takes", kCounter,
+     "engine-lock acquisitions by the application with a plain store: the lock biased to the application below "
+     "MPI_THREAD_MULTIPLE (MPIX_LOCK_BIAS)",
+     &Sample::lock_fast_takes},
+    {"mpix_lock_revocations", kCounter,
+     "times mpix's own threads (liveness, progress) took the engine lock's bias from the application "
+     "(MPIX_LOCK_BIAS)",
+     &Sample::lock_revocations},
 };
 
 }  // namespace
@@ -130,6 +138,7 @@ Sample sample_now() {
   const progress::TransportStats t = progress::transport_stats();
   const p2p::RegionBatchStats r = p2p::region_batch_stats();
   const p2p::GpuStats g = p2p::gpu_stats();
+  const progress::EngineMutex::Stats b = p2p::engine_mutex().stats();
   lock.unlock();
   s.matches = m.matches + r.pairs_cpu + r.pairs_gpu;
   s.unexpected_now = m.unexpected_now;
@@ -164,6 +173,8 @@ Sample sample_now() {
   s.stream_host_driven = stream_stats().host_driven.load(std::memory_order_relaxed);
   s.stream_pulled = stream_stats().pulled.load(std::memory_order_relaxed);
   s.malformed = progress::malformed_messages();
+  s.lock_fast_takes = b.fast_takes;
+  s.lock_revocations = b.revocations;
   return s;
 }
 

@@ -18,6 +18,7 @@ struct Sample {
   std::uint64_t single_copy_reads, single_copy_writes, single_copy_bytes, single_copy_failures, peer_exits;
   std::uint64_t stream_gpu_run, stream_host_driven, stream_pulled;
   std::uint64_t malformed;
+  std::uint64_t lock_fast_takes, lock_revocations;
 };
 
 struct Pvar {

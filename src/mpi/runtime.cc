@@ -101,6 +101,12 @@ void print_statistics(const char *transport, const progress::TransportStats &t) 
                  static_cast<unsigned long long>(st.host_driven.load()),
                  static_cast<unsigned long long>(st.host_staged.load()),
                  static_cast<unsigned long long>(st.pulled.load()));
+  if (const progress::EngineMutex::Stats b = p2p::engine_mutex().stats(); b.fast_takes > 0)
+    std::fprintf(stderr,
+                 "[mpix] rank %d: engine lock taken by the application with a plain store %llu times (biased); "
+                 "bias revoked by mpix's threads %llu times, earned back %llu times\n",
+                 rt.world_rank, static_cast<unsigned long long>(b.fast_takes),
+                 static_cast<unsigned long long>(b.revocations), static_cast<unsigned long long>(b.rebiases));
   if (const p2p::LockWaitStats w = p2p::lock_wait_stats(); w.waits > 0)
     std::fprintf(stderr, "[mpix] rank %d: engine lock found taken %llu times, %.3f ms waited in all (all threads)\n",
                  rt.world_rank, static_cast<unsigned long long>(w.waits), static_cast<double>(w.wait_ns) / 1e6);
@@ -206,6 +212,8 @@ int runtime_start(int thread_provided, int thread_underlying) {
                               rt.config.verbose);
   rc = p2p::p2p_start(rt.config.intercept_all);
   if (rc != MPI_SUCCESS) return rc;
+  // One application thread at a time calls MPI: the lock can be theirs.
+  p2p::engine_mutex().allow_bias(rt.config.lock_bias && thread_provided < MPI_THREAD_MULTIPLE);
   if (thread_underlying == MPI_THREAD_MULTIPLE && rt.config.progress_thread != 0 &&
       !p2p::liveness_start() && rt.world_rank == 0)
     std::fprintf(stderr, "[mpix] warning: no liveness thread (thread creation failed)\n");
@@ -225,6 +233,8 @@ int runtime_start(int thread_provided, int thread_underlying) {
 
 int runtime_stop() {
   runtime_set_active(false);
+  // The statistics below read the lock's counts as they end.
+  p2p::engine_mutex().allow_bias(false);
   // First: the progress thread calls into the engine that p2p_stop tears down.
   progress::thread_stop();
   p2p::liveness_stop();

@@ -55,6 +55,7 @@ std::atomic<std::uint64_t> g_polls{0};
 bool work_pending() { return receives_pending() || progress::transport_busy() || gpu_busy(); }
 
 void run() {
+  progress::mark_internal_thread();
   State &s = state();
   std::unique_lock<std::mutex> lock(s.mutex);
   std::uint64_t last_polls = 0;
