@@ -602,7 +602,8 @@ void P2PComm::region_queue_receive(const match::BatchItem &item) {
   r->match_handle = res.handle;  // r->queued stays set
 }
 
-std::optional<Err> P2PComm::check_wildcard(int source, int tag) const {
+std::optional<Err> P2PComm::check_pattern(int source, int tag) const {
+  if (source != MPI_ANY_SOURCE && tag != MPI_ANY_TAG) return std::nullopt;
   const bool region = handled_ && region_open();
   const Hints h = hints();
   if (source == MPI_ANY_SOURCE && (h.no_any_source || region)) return Err::kWildcardSource;

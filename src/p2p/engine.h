@@ -156,13 +156,7 @@ class P2PComm final : public CommState, public progress::ArrivalSink {
 
   // The error a receive/probe pattern raises on this communicator (wildcards
   // asserted away or inside a region); none when fine.
-  // Inline: out of line, GCC returned the optional through the stack, a
-  // byte store read back as a word, which the store buffer cannot forward
-  // (5% of a streaming receiver's samples on its return).
-  std::optional<Err> check_pattern(int source, int tag) const {
-    if (source != MPI_ANY_SOURCE && tag != MPI_ANY_TAG) return std::nullopt;
-    return check_wildcard(source, tag);
-  }
+  std::optional<Err> check_pattern(int source, int tag) const;
 
   // ---- sends (handled communicators) ----
   // Blocking: returns when the send buffer may be reused (and, for kSync,
@@ -242,8 +236,6 @@ class P2PComm final : public CommState, public progress::ArrivalSink {
   void release_when_idle();
 
  private:
-  // check_pattern() of a wildcard pattern.
-  std::optional<Err> check_wildcard(int source, int tag) const;
   friend struct GpuAccess;  // gpu_path.cc: the channels and transmit()
 
   // start_recv()'s first part: counted, fields reset, buffer classified.
