@@ -11,9 +11,11 @@
 //
 // Biased to the application when it calls MPI from one thread at a time
 // (below MPI_THREAD_MULTIPLE; allow_bias): the exchange is a full barrier,
-// and a sender that streams small messages waited in it for the previous
+// where a sender that streams small messages waited for the previous
 // message's ring stores to drain (92% of make_send_request's own samples,
-// bench/RESULTS.md, twentieth session). Then the application's side takes
+// twentieth session); without it a streaming sender's MPI_Isend took 1-4 ns
+// less on the development VM, and 106 instead of 147 ns (medians of noisy
+// rounds) on a 16-core host (bench/RESULTS.md, twenty-first session). Then the application's side takes
 // the lock with a plain store and a load, and mpix's own threads (marked by
 // mark_internal_thread: liveness, progress, idup workers) first revoke the
 // bias: they clear it, make every thread of the process pass a full barrier
@@ -41,6 +43,19 @@ inline bool &engine_internal_thread() noexcept {
   return internal;
 }
 inline void mark_internal_thread() noexcept { engine_internal_thread() = true; }
+// This thread on the internal side while it lives: for calls any thread may
+// make whatever MPI's thread level (MPI_T has its own), which must never
+// take the application's fast path beside the application.
+class InternalSide {
+ public:
+  InternalSide() noexcept : was_(engine_internal_thread()) { engine_internal_thread() = true; }
+  ~InternalSide() { engine_internal_thread() = was_; }
+  InternalSide(const InternalSide &) = delete;
+  InternalSide &operator=(const InternalSide &) = delete;
+
+ private:
+  bool was_;
+};
 
 class EngineMutex {
  public:

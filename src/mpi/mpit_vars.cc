@@ -133,6 +133,9 @@ Sample sample_now() {
   Sample s{};
   // The counters are written under the engine lock (by the application's
   // calls, the liveness thread and the progress thread): read them there.
+  // Any thread may read (MPI_T's thread level is its own): never the
+  // application's side of the biased lock.
+  const progress::InternalSide side;
   auto lock = p2p::engine_lock();
   const p2p::MatchTotals m = p2p::match_totals();
   const progress::TransportStats t = progress::transport_stats();

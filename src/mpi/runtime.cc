@@ -233,7 +233,8 @@ int runtime_start(int thread_provided, int thread_underlying) {
 
 int runtime_stop() {
   runtime_set_active(false);
-  // The statistics below read the lock's counts as they end.
+  // Unbiased from here on: what runs after MPI_Finalize (MPI_T, exit
+  // handlers) may come from any thread.
   p2p::engine_mutex().allow_bias(false);
   // First: the progress thread calls into the engine that p2p_stop tears down.
   progress::thread_stop();

@@ -10,6 +10,10 @@
  *     (longer than the liveness thread's longest period, 5 ms) while rank 0
  *     sends into it, so the liveness thread takes the message in (revoking
  *     the bias) and the receive completes with the right bytes.
+ * Meanwhile a second thread of rank 1 reads mpix's MPI_T counters in a
+ * loop through the first rounds (MPI_T's thread level is its own: where it
+ * gives MPI_THREAD_MULTIPLE): it takes the lock as mpix's threads do,
+ * never on the application's bias beside it.
  * mpix carried it: mpix_lock_fast_takes and mpix_lock_revocations rose on
  * rank 1 at MPI_THREAD_SINGLE; both stay at 0 at MPI_THREAD_MULTIPLE
  * (MTEST_THREAD_LEVEL=multiple) and with MPIX_LOCK_BIAS=off. Where the bias
@@ -17,6 +21,7 @@
  * "not checked". Ranks beyond 2 only join. */
 #define _GNU_SOURCE
 #include <linux/membarrier.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -94,6 +99,23 @@ static void pause_with_receive(MPI_Comm c, int round) {
   }
 }
 
+static volatile int reader_stop;
+static long long reader_reads;
+
+static void *read_counters(void *arg) {
+  (void)arg;
+  mtest_pvar_t p = mtest_pvar_open("mpix_matches");
+  long long last = 0;
+  while (p.ok && !reader_stop) {
+    const long long v = mtest_pvar_read(&p);
+    MTEST_CHECK(v >= last, "mpix_matches went back from %lld to %lld", last, v);
+    last = v;
+    reader_reads++;
+    usleep(100);
+  }
+  return NULL;
+}
+
 static int bias_possible(void) {
 #ifdef UNDER_TSAN
   return 0;
@@ -119,11 +141,23 @@ int main(int argc, char **argv) {
   MTEST_CHECK(fast.ok && revoked.ok, "no performance variables mpix_lock_fast_takes / mpix_lock_revocations");
   const long long fast0 = mtest_pvar_read(&fast), revoked0 = mtest_pvar_read(&revoked);
 
+  /* MPI_T was initialised by mtest_pvar_open; its level is asked again. */
+  int t_level = MPI_THREAD_SINGLE;
+  MPI_T_init_thread(MPI_THREAD_MULTIPLE, &t_level);
+  pthread_t reader;
+  const int reading = rank == 1 && t_level == MPI_THREAD_MULTIPLE && pthread_create(&reader, NULL, read_counters, NULL) == 0;
   if (rank < 2)
     for (int round = 0; round < ROUNDS; round++) {
       burst(c, round);
       pause_with_receive(c, round);
+      if (round == ROUNDS / 4 && reading) {
+        reader_stop = 1;
+        pthread_join(reader, NULL);
+        MTEST_CHECK(reader_reads > 0, "the reading thread read nothing");
+      }
     }
+  if (rank == 1 && !reading) printf("not checked: MPI_T read from a second thread (MPI_T_init_thread gave %d)\n", t_level);
+  MPI_T_finalize();
 
   const long long fast_n = mtest_pvar_read(&fast) - fast0, revoked_n = mtest_pvar_read(&revoked) - revoked0;
   if (rank == 1) {
