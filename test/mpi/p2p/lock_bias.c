@@ -22,6 +22,7 @@
 #define _GNU_SOURCE
 #include <linux/membarrier.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -99,14 +100,14 @@ static void pause_with_receive(MPI_Comm c, int round) {
   }
 }
 
-static volatile int reader_stop;
+static atomic_int reader_stop;
 static long long reader_reads;
 
 static void *read_counters(void *arg) {
   (void)arg;
   mtest_pvar_t p = mtest_pvar_open("mpix_matches");
   long long last = 0;
-  while (p.ok && !reader_stop) {
+  while (p.ok && !atomic_load(&reader_stop)) {
     const long long v = mtest_pvar_read(&p);
     MTEST_CHECK(v >= last, "mpix_matches went back from %lld to %lld", last, v);
     last = v;
@@ -151,7 +152,7 @@ int main(int argc, char **argv) {
       burst(c, round);
       pause_with_receive(c, round);
       if (round == ROUNDS / 4 && reading) {
-        reader_stop = 1;
+        atomic_store(&reader_stop, 1);
         pthread_join(reader, NULL);
         MTEST_CHECK(reader_reads > 0, "the reading thread read nothing");
       }
