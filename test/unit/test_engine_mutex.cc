@@ -111,7 +111,6 @@ TEST_F(Biased, ApplicationAndInternalThreadsExclude) {
   constexpr int kInternal = 3;
   constexpr int kInternalRounds = 400;
   constexpr long kAppRounds = 2000000;
-  std::atomic<bool> app_done{false};
   std::vector<std::thread> threads;
   for (int t = 0; t < kInternal; ++t) {
     threads.emplace_back([&, t] {
@@ -127,12 +126,10 @@ TEST_F(Biased, ApplicationAndInternalThreadsExclude) {
       }
     });
   }
-  long app = 0;
-  for (; app < kAppRounds; ++app) {
+  for (long app = 0; app < kAppRounds; ++app) {
     EngineLock lock(m);
     critical(1);
   }
-  app_done = true;
   for (auto &t : threads) t.join();
   EXPECT_FALSE(overlap.load());
   EXPECT_EQ(counter, kAppRounds + static_cast<long>(kInternal) * kInternalRounds);
