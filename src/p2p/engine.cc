@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <optional>
 
 #include "datatype.h"
 #include "device/memtype.h"
@@ -602,13 +603,18 @@ void P2PComm::region_queue_receive(const match::BatchItem &item) {
   r->match_handle = res.handle;  // r->queued stays set
 }
 
-std::optional<Err> P2PComm::check_pattern(int source, int tag) const {
-  if (source != MPI_ANY_SOURCE && tag != MPI_ANY_TAG) return std::nullopt;
+bool P2PComm::refuses_wildcard(int source, int tag, Err *why) const {
   const bool region = handled_ && region_open();
   const Hints h = hints();
-  if (source == MPI_ANY_SOURCE && (h.no_any_source || region)) return Err::kWildcardSource;
-  if (tag == MPI_ANY_TAG && (h.no_any_tag || region)) return Err::kWildcardTag;
-  return std::nullopt;
+  if (source == MPI_ANY_SOURCE && (h.no_any_source || region)) {
+    *why = Err::kWildcardSource;
+    return true;
+  }
+  if (tag == MPI_ANY_TAG && (h.no_any_tag || region)) {
+    *why = Err::kWildcardTag;
+    return true;
+  }
+  return false;
 }
 
 std::uint64_t P2PComm::capacity_bytes(const Request *r) const {
