@@ -70,6 +70,18 @@ bench_bench_jacobi_LINK = $(LIBTOOL) $(AM_V_lt) --tag=CXX --mode=link $(CXX) $(A
 	$(bench_bench_jacobi_LDFLAGS) $(LDFLAGS) -o $@
 endif
 
+# libktrace.so: kernel timelines on the GPU machine (no Nsight Systems
+# there), loaded by CUDA through CUDA_INJECTION64_PATH; see bench/ktrace.c.
+# CUPTI comes along in the bundle, beside it, found through $$ORIGIN.
+if HAVE_CUDA
+bench/libktrace.so: bench/ktrace.c
+	$(AM_V_CC)$(CC) -shared -fPIC -O2 -Wall -Wextra -Werror $(CUDA_CPPFLAGS) -o $@ $(srcdir)/bench/ktrace.c \
+	  -L$(CUDA_HOME)/lib64 -lcupti -Wl,-rpath,'$$ORIGIN'
+CLEANFILES += bench/libktrace.so
+noinst_DATA = bench/libktrace.so
+endif
+EXTRA_DIST += bench/ktrace.c
+
 # bench_gpu_copy: the cost of one small host-driven GPU copy, per method
 # (what the small-message device path is built from). No MPI.
 if HAVE_CUDA

@@ -7,6 +7,13 @@
 #include <algorithm>
 #include <mutex>
 #include <unordered_map>
+#ifdef MPIX_STAGE_TRACE
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#endif
 
 #include "cuda_check.h"
 #include "mpix_device/ops.cuh"
@@ -65,6 +72,30 @@ struct PullGroup {
   unsigned blocks;
   std::uint32_t op;
 };
+
+// Stage timestamps for timelines inside the kernels (a variant build with
+// -DMPIX_STAGE_TRACE; off by default): lane 0 of a block records
+// (%globaltimer, clock64, stage, block); ~StreamExec writes them to
+// $MPIX_STAGE_TRACE_FILE.<pid>. bench/stage_timeline.py reads them.
+#ifdef MPIX_STAGE_TRACE
+struct StageRec {
+  unsigned long long t, clk;
+  unsigned id, block;
+};
+constexpr unsigned kStageMax = 1u << 18;
+__device__ StageRec g_stages[kStageMax];
+__device__ unsigned g_stage_n;
+__device__ __forceinline__ void stage(unsigned id) {
+  if (threadIdx.x != 0) return;
+  unsigned long long t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  const unsigned i = atomicAdd(&g_stage_n, 1u);
+  if (i < kStageMax) g_stages[i] = StageRec{t, static_cast<unsigned long long>(clock64()), id, blockIdx.x};
+}
+#define MPIX_STAGE(id) stage(id)
+#else
+#define MPIX_STAGE(id) ((void)0)
+#endif
 
 constexpr int kRequestChunk = 256;
 constexpr int kResultChunk = 256;
@@ -175,6 +206,7 @@ __device__ int block_test(const MPIX_Device_comm *h, MPIX_Device_request *r, con
     }
     __syncthreads();
     if (s_pull) {
+      MPIX_STAGE(40);
       // A pulled message, straight from the sender's buffer by every lane
       // (of the group: this block's share is the first).
       if (g != nullptr && lane == 0) {
@@ -193,7 +225,9 @@ __device__ int block_test(const MPIX_Device_comm *h, MPIX_Device_request *r, con
           while (atomicAdd(g->arrived, 0u) < g->blocks) mpixd_backoff(&ns, MPIXD_BACKOFF_IPC_NS);
           __threadfence();
         }
+        MPIX_STAGE(41);
         mpixd_pull_signal(h, r);
+        MPIX_STAGE(42);
         r->state = MPIXD_INACTIVE;
         r->status = mpixd_recv_status(r);
         s_rc = r->status;
@@ -206,9 +240,11 @@ __device__ int block_test(const MPIX_Device_comm *h, MPIX_Device_request *r, con
     if (s_mid) {
       // A medium message's lines, by every lane, in one round.
       const bool send = r->state == MPIXD_SEND;
+      MPIX_STAGE(send ? 45 : 43);
       if (send) mpixd_mid_put(h, r->peer, r->chan, r->ticket, r->buf, r->bytes, lane, lanes);
       else mpixd_mid_get_block(h, r, lane, lanes);
       __syncthreads();
+      MPIX_STAGE(send ? 46 : 44);
       if (lane == 0) {
         r->state = MPIXD_INACTIVE;
         r->status = send ? MPIX_DEVICE_SUCCESS : mpixd_recv_status(r);
@@ -577,7 +613,9 @@ __device__ void start_request(const MPIX_Device_comm *h, MPIX_Device_request *r,
 
 __global__ void start_kernel(const MPIX_Device_comm h, MPIX_Device_request *r, bool send, const void *buf,
                              std::size_t bytes, int peer, int tag, std::uint32_t seq, WideState *w) {
+  MPIX_STAGE(15);
   after_previous();
+  MPIX_STAGE(16);
   if (threadIdx.x == 0) start_request(&h, r, send, buf, bytes, peer, tag, seq);
   __syncthreads();
   if (send && r->state == MPIXD_SEND) {
@@ -589,6 +627,7 @@ __global__ void start_kernel(const MPIX_Device_comm h, MPIX_Device_request *r, b
     }
   }
   if (threadIdx.x == 0) flush_deferred(&h, w);
+  MPIX_STAGE(17);
 }
 
 // A nonblocking pulled send: one thread fills the request and posts its
@@ -596,7 +635,9 @@ __global__ void start_kernel(const MPIX_Device_comm h, MPIX_Device_request *r, b
 __global__ void start_pull_kernel(const MPIX_Device_comm h, MPIX_Device_request *r, const void *buf,
                                   std::size_t bytes, int peer, int tag, std::uint32_t seq, std::uint32_t export_id,
                                   std::uint64_t offset, std::uint32_t gen, WideState *w) {
+  MPIX_STAGE(10);
   after_previous();
+  MPIX_STAGE(11);
   const int rc = mpixd_check(&h, buf, bytes, peer, tag, r);
   if (rc != MPIX_DEVICE_SUCCESS) {
     r->state = MPIXD_DONE;
@@ -606,7 +647,9 @@ __global__ void start_pull_kernel(const MPIX_Device_comm h, MPIX_Device_request 
     mpixd_pull_send_init(r, buf, bytes, peer, tag, seq, export_id, offset, gen);
     mpixd_pull_send_progress(&h, r);
   }
+  MPIX_STAGE(12);
   flush_deferred(&h, w);
+  MPIX_STAGE(13);
 }
 
 // Each block drives its share of the requests (whole-block copies) until
@@ -627,6 +670,7 @@ __device__ void wait_all(const MPIX_Device_comm *h, MPIX_Device_request *const *
         continue;
       }
       moved = true;
+      MPIX_STAGE(30 + i);
       if (threadIdx.x == 0) {
         note_result(results[i], r->msg_bytes, rc);
         note_failure(failure, rc, op);
@@ -697,7 +741,9 @@ __device__ void wait_grouped(const MPIX_Device_comm *h, const WaitInline &list, 
 __global__ void wait_inline_kernel(const MPIX_Device_comm h, WaitInline list, RecvStarts starts, int n,
                                    unsigned group, WaitGroups *groups, WideState *w, ExecFailure *failure,
                                    std::uint32_t op) {
+  MPIX_STAGE(20);
   after_previous();
+  MPIX_STAGE(21);
   if (group > 1) {
     if (threadIdx.x == 0 && blockIdx.x % group == 0 && (starts.mask >> (blockIdx.x / group)) & 1u) {
       const int i = static_cast<int>(blockIdx.x / group);
@@ -717,8 +763,10 @@ __global__ void wait_inline_kernel(const MPIX_Device_comm h, WaitInline list, Re
         start_request(&h, list.reqs[i], false, starts.buf[i], starts.bytes[i], starts.peer[i], starts.tag[i],
                       starts.seq[i]);
   __syncthreads();
+  MPIX_STAGE(22);
   wait_all(&h, list.reqs, list.results, n, failure, op);
   if (blockIdx.x == 0 && threadIdx.x == 0) flush_deferred(&h, w);
+  MPIX_STAGE(23);
 }
 
 __global__ void wait_list_kernel(const MPIX_Device_comm h, MPIX_Device_request *const *reqs,
@@ -829,7 +877,25 @@ struct StreamExec::Impl {
 };
 
 StreamExec::StreamExec(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+#ifdef MPIX_STAGE_TRACE
+StreamExec::~StreamExec() {
+  const char *path = std::getenv("MPIX_STAGE_TRACE_FILE");
+  unsigned n = 0;
+  if (path == nullptr || !impl_->current() || !cuda_ok(cudaDeviceSynchronize()) ||
+      !cuda_ok(cudaMemcpyFromSymbol(&n, g_stage_n, sizeof n)))
+    return;
+  n = std::min(n, kStageMax);
+  std::vector<StageRec> recs(n);
+  if (n > 0 && !cuda_ok(cudaMemcpyFromSymbol(recs.data(), g_stages, n * sizeof(StageRec)))) return;
+  const std::string name = std::string(path) + "." + std::to_string(getpid());
+  if (FILE *f = std::fopen(name.c_str(), "w")) {
+    for (const StageRec &r : recs) std::fprintf(f, "%llu,%llu,%u,%u\n", r.t, r.clk, r.id, r.block);
+    std::fclose(f);
+  }
+}
+#else
 StreamExec::~StreamExec() = default;
+#endif
 
 std::unique_ptr<StreamExec> StreamExec::create(void *cuda_stream, const MPIX_Device_comm &h, unsigned wide_blocks,
                                                Status *status) {

@@ -105,6 +105,7 @@ gpu-bundle: all
 	for p in $(MPIX_GPU_BUNDLE) src/.libs/libmpix.so.0; do \
 	  mkdir -p .gpu-bundle/$$(dirname $$p) && cp -L $$p .gpu-bundle/$$p && strip --strip-debug .gpu-bundle/$$p || exit 1; \
 	done
+	cp bench/libktrace.so .gpu-bundle/bench/ && cp -L $(CUDA_HOME)/lib64/libcupti.so.13 .gpu-bundle/bench/
 	(cd $(top_srcdir) && git describe --always --dirty 2>/dev/null || echo unknown) >.gpu-bundle/source
 	@du -sh .gpu-bundle
 else

@@ -19,13 +19,16 @@ pids=()
 trap 'kill "${pids[@]}" 2>/dev/null; rm -rf "$tmp"' EXIT
 trap 'exit 143' TERM INT
 status=0
-files="test/gpu/dev_p2p.cu bench/bench_dev_p2p.cu"
-# Both at once: each is one to two minutes of nvcc on a 2-core CI machine,
+# The stream kernels go in their timeline build (-DMPIX_STAGE_TRACE,
+# bench/stage_timeline.py), which no other build compiles.
+files="test/gpu/dev_p2p.cu bench/bench_dev_p2p.cu device/stream_exec.cu"
+extra_for() { [ "$1" = device/stream_exec.cu ] && echo "-DMPIX_STAGE_TRACE"; }
+# All at once: each is one to two minutes of nvcc on a 2-core CI machine,
 # and one after the other they ran into the test runner's time limit.
 for f in $files; do
   # shellcheck disable=SC2086
   "$nvcc" ${NVCC_ARCHFLAGS:-} -std=c++17 -O2 -ptx -I"$src" -I"$src/include" -I"$build/include" -I"$build" \
-    ${MPI_CPPFLAGS:-} "$src/$f" -o "$tmp/$(basename "$f" .cu).ptx" >"$tmp/$(basename "$f" .cu).log" 2>&1 &
+    ${MPI_CPPFLAGS:-} $(extra_for "$f") "$src/$f" -o "$tmp/$(basename "$f" .cu).ptx" >"$tmp/$(basename "$f" .cu).log" 2>&1 &
   pids+=($!)
 done
 k=0
