@@ -72,13 +72,14 @@ endif
 
 # libktrace.so: kernel timelines on the GPU machine (no Nsight Systems
 # there), loaded by CUDA through CUDA_INJECTION64_PATH; see bench/ktrace.c.
-# CUPTI comes along in the bundle, beside it, found through $$ORIGIN.
+# CUPTI comes along in the bundle, beside it, found through $$ORIGIN. Made
+# for the bundle only: a CUDA install may lack CUPTI's headers, and `all`
+# must not need them.
 if HAVE_CUDA
 bench/libktrace.so: bench/ktrace.c
 	$(AM_V_CC)$(CC) -shared -fPIC -O2 -Wall -Wextra -Werror $(CUDA_CPPFLAGS) -o $@ $(srcdir)/bench/ktrace.c \
 	  -L$(CUDA_HOME)/lib64 -lcupti -Wl,-rpath,'$$ORIGIN'
 CLEANFILES += bench/libktrace.so
-noinst_DATA = bench/libktrace.so
 endif
 EXTRA_DIST += bench/ktrace.c
 

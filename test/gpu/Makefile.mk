@@ -100,7 +100,7 @@ MPIX_GPU_BUNDLE = $(MPIX_GPU_TESTS) test/mpi/p2p/region_batch test/mpi/p2p/regio
 # -j both would link src/libmpix.la at once, and a program's link then found
 # no libmpix.so.
 gpu-bundle: all
-	$(MAKE) $(AM_MAKEFLAGS) $(MPIX_GPU_BUNDLE)
+	$(MAKE) $(AM_MAKEFLAGS) $(MPIX_GPU_BUNDLE) bench/libktrace.so
 	rm -rf .gpu-bundle
 	for p in $(MPIX_GPU_BUNDLE) src/.libs/libmpix.so.0; do \
 	  mkdir -p .gpu-bundle/$$(dirname $$p) && cp -L $$p .gpu-bundle/$$p && strip --strip-debug .gpu-bundle/$$p || exit 1; \
