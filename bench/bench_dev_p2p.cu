@@ -334,7 +334,7 @@ __global__ void __launch_bounds__(256, 2) a2a_ipc(MPIX_Device_comm c, int rounds
 // proxy, rate, a2a, allself, bw, raw); all by default.
 bool want(const char *part) {
   const char *only = std::getenv("BENCH_DEV_ONLY");
-  return only == nullptr || *only == '\0' || std::strstr(only, part) != nullptr;
+  return only == nullptr || *only == '\0' || mpix_test::listed(only, part);
 }
 
 void row(const char *what, const char *path, size_t bytes, double value, const char *unit) {

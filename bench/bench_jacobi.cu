@@ -236,18 +236,6 @@ std::vector<int> parse_sizes(const char *s) {
   return v;
 }
 
-// Whether `name` is one of the comma-separated words of `list`.
-bool listed(const char *list, const char *name) {
-  const std::size_t n = std::strlen(name);
-  for (const char *p = list; p != nullptr && *p != '\0';) {
-    const char *comma = std::strchr(p, ',');
-    const std::size_t len = comma != nullptr ? static_cast<std::size_t>(comma - p) : std::strlen(p);
-    if (len == n && std::strncmp(p, name, n) == 0) return true;
-    p = comma != nullptr ? comma + 1 : nullptr;
-  }
-  return false;
-}
-
 }  // namespace
 
 int main(int argc, char **argv) {
@@ -312,7 +300,7 @@ int main(int argc, char **argv) {
     double us[6] = {-1, -1, -1, -1, -1, -1}, sums[6] = {0, 0, 0, 0, 0, 0}, issue[6] = {0, 0, 0, 0, 0, 0};
     for (int k = 0; k < 6; ++k) {
       if (variants[k] == Variant::kNccl && !have_nccl) continue;
-      if (only != nullptr && !listed(only, name(variants[k]))) continue;
+      if (only != nullptr && !mpix_test::listed(only, name(variants[k]))) continue;
       us[k] = run(c, g, variants[k], iters, &sums[k], &issue[k]);
     }
     // Stencil variants must agree exactly with host-sync; compute and

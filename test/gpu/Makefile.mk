@@ -105,7 +105,8 @@ gpu-bundle: all
 	for p in $(MPIX_GPU_BUNDLE) src/.libs/libmpix.so.0; do \
 	  mkdir -p .gpu-bundle/$$(dirname $$p) && cp -L $$p .gpu-bundle/$$p && strip --strip-debug .gpu-bundle/$$p || exit 1; \
 	done
-	cp bench/libktrace.so .gpu-bundle/bench/ && cp -L $(CUDA_HOME)/lib64/libcupti.so.13 .gpu-bundle/bench/
+	cp bench/libktrace.so .gpu-bundle/bench/ && \
+	  cp -L $(CUDA_HOME)/lib64/$$(objdump -p bench/libktrace.so | sed -n 's/ *NEEDED *\(libcupti\.so[.0-9]*\)$$/\1/p') .gpu-bundle/bench/
 	(cd $(top_srcdir) && git describe --always --dirty 2>/dev/null || echo unknown) >.gpu-bundle/source
 	@du -sh .gpu-bundle
 else

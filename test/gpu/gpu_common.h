@@ -140,6 +140,19 @@ inline long long pulled_sends() {
   return static_cast<long long>(v);
 }
 
+// Whether `word` is one of the comma-separated words of `list` (a
+// benchmark's "only these parts" option).
+inline bool listed(const char *list, const char *word) {
+  const std::size_t n = std::strlen(word);
+  for (const char *p = list; p != nullptr && *p != '\0';) {
+    const char *comma = std::strchr(p, ',');
+    const std::size_t len = comma != nullptr ? static_cast<std::size_t>(comma - p) : std::strlen(p);
+    if (len == n && std::strncmp(p, word, n) == 0) return true;
+    p = comma != nullptr ? comma + 1 : nullptr;
+  }
+  return false;
+}
+
 }  // namespace mpix_test
 
 #endif
