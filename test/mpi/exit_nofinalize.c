@@ -29,7 +29,7 @@ int main(int argc, char **argv) {
   MPI_Allreduce(&mtest_errors, &total, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
   const char *abort_code = getenv("MPIX_TEST_ABORT");
   if (rank == 0) {
-    printf(total == 0 ? " No Errors\n" : " Found %d errors\n", total);
+    mtest_printf(total == 0 ? " No Errors\n" : " Found %d errors\n", total);
     fflush(stdout);
   }
   /* Without it a rank may exit before rank 0 has printed, and mpiexec, seeing

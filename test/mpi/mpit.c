@@ -224,7 +224,7 @@ int main(int argc, char **argv) {
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
   if (size != 2) {
-    if (rank == 0) printf("skipped: needs 2 ranks\n");
+    if (rank == 0) mtest_printf("skipped: needs 2 ranks\n");
     MPI_Finalize();
     return 0;
   }

@@ -114,8 +114,8 @@ int main(int argc, char **argv) {
         break;
       }
   }
-  if (rank == 0 && total == 0 && !late_bad) printf(" No Errors\n");
-  else if (total != 0 && rank == 0) printf(" Found %d errors\n", total);
+  if (rank == 0 && total == 0 && !late_bad) mtest_printf(" No Errors\n");
+  else if (total != 0 && rank == 0) mtest_printf(" Found %d errors\n", total);
   free(small);
   free(large);
   free(in);

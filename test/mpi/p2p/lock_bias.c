@@ -157,7 +157,7 @@ int main(int argc, char **argv) {
         MTEST_CHECK(reader_reads > 0, "the reading thread read nothing");
       }
     }
-  if (rank == 1 && !reading) printf("not checked: MPI_T read from a second thread (MPI_T_init_thread gave %d)\n", t_level);
+  if (rank == 1 && !reading) mtest_printf("not checked: MPI_T read from a second thread (MPI_T_init_thread gave %d)\n", t_level);
   MPI_T_finalize();
 
   const long long fast_n = mtest_pvar_read(&fast) - fast0, revoked_n = mtest_pvar_read(&revoked) - revoked0;
@@ -166,7 +166,7 @@ int main(int argc, char **argv) {
       MTEST_CHECK(fast_n == 0 && revoked_n == 0, "the lock was biased (%lld fast takes, %lld revocations) %s", fast_n,
                   revoked_n, multiple ? "at MPI_THREAD_MULTIPLE" : "with MPIX_LOCK_BIAS=off");
     } else if (!bias_possible() && fast_n == 0) {
-      printf("not checked: the lock bias (membarrier refused or ThreadSanitizer: never biased)\n");
+      mtest_printf("not checked: the lock bias (membarrier refused or ThreadSanitizer: never biased)\n");
     } else {
       MTEST_CHECK(fast_n > 0, "the application never took the lock on its bias");
       MTEST_CHECK(revoked_n > 0, "the liveness thread never revoked the bias (%lld fast takes)", fast_n);

@@ -107,7 +107,7 @@ int main(int argc, char **argv) {
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
   if (size > 64) {
-    if (rank == 0) printf("skipped: at most 64 ranks\n");
+    if (rank == 0) mtest_printf("skipped: at most 64 ranks\n");
     MPI_Finalize();
     return 0;
   }

@@ -62,7 +62,7 @@ static void wait_gone(int pid) {
 
 /* Rank 0's verdict and exit; the other rank is gone, so no collective. */
 static void finish(void) {
-  printf(mtest_errors == 0 ? " No Errors\n" : " Found %d errors\n", mtest_errors);
+  mtest_printf(mtest_errors == 0 ? " No Errors\n" : " Found %d errors\n", mtest_errors);
   fflush(stdout);
   fflush(stderr);
   _exit(mtest_errors != 0);
@@ -108,7 +108,7 @@ int main(int argc, char **argv) {
   if (!both) {
     int total = 0;
     MPI_Allreduce(&mtest_errors, &total, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
-    if (rank == 0) printf(total ? " Found %d errors\n" : "skipped: single copy not in use in this run\n", total);
+    if (rank == 0) mtest_printf(total ? " Found %d errors\n" : "skipped: single copy not in use in this run\n", total);
     MPI_Comm_free(&c);
     free(buf);
     MPI_Finalize();

@@ -121,7 +121,7 @@ int main(int argc, char **argv) {
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
   if (getenv("REGION_BATCH_NEED_GPU") && access("/dev/nvidiactl", F_OK) != 0) {
-    if (rank == 0) printf("skipped: no GPU\n");
+    if (rank == 0) mtest_printf("skipped: no GPU\n");
     MPI_Finalize();
     return 77;
   }

@@ -192,7 +192,7 @@ int main(int argc, char **argv) {
   int used = rank != 1 || mtest_pvar_read(&reads) >= 1, all = 0;
   MPI_Allreduce(&used, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
   if (!all) {
-    if (rank == 0) printf("skipped: single copy not in use in this run\n");
+    if (rank == 0) mtest_printf("skipped: single copy not in use in this run\n");
     MPI_Comm_free(&c);
     MPI_Finalize();
     return 0;

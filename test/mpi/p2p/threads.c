@@ -127,7 +127,7 @@ int main(int argc, char **argv) {
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
   if (provided < MPI_THREAD_MULTIPLE) {
-    if (rank == 0) printf("skipped: MPI_THREAD_MULTIPLE not provided\n");
+    if (rank == 0) mtest_printf("skipped: MPI_THREAD_MULTIPLE not provided\n");
     MPI_Finalize();
     return 0;
   }

@@ -61,7 +61,7 @@ static void guard_check(const unsigned char *buf, int from, const char *what, co
   if (!handled) {
     static int said = 0;
     if (!said++)
-      printf("not checked: that a truncated rendezvous receive where Open MPI carries it writes only its buffer "
+      mtest_printf("not checked: that a truncated rendezvous receive where Open MPI carries it writes only its buffer "
              "(Open MPI 4.1 writes the whole message over vader's single-copy get)\n");
     return;
   }

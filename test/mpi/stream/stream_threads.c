@@ -28,7 +28,7 @@ int main(int argc, char **argv) {
   MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   if (provided != MPI_THREAD_MULTIPLE) {
-    if (rank == 0) printf("skipped: MPI_THREAD_MULTIPLE not provided\n");
+    if (rank == 0) mtest_printf("skipped: MPI_THREAD_MULTIPLE not provided\n");
     MPI_Finalize();
     return 77;
   }
