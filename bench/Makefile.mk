@@ -5,6 +5,13 @@ bench_bench_match_SOURCES = bench/bench_match.cc
 bench_bench_match_CPPFLAGS = -I$(top_srcdir)
 bench_bench_match_CXXFLAGS = $(MPIX_CXXFLAGS) -O3
 bench_bench_match_LDADD = match/libmpixmatch.la
+# bench_match_threads: threads matching side by side, one lock against
+# the sharded matcher (issue 27).
+noinst_PROGRAMS += bench/bench_match_threads
+bench_bench_match_threads_SOURCES = bench/bench_match_threads.cc
+bench_bench_match_threads_CPPFLAGS = -I$(top_srcdir)
+bench_bench_match_threads_CXXFLAGS = $(MPIX_CXXFLAGS) -O3
+bench_bench_match_threads_LDADD = match/libmpixmatch.la
 
 # Point-to-point benchmarks: plain MPI programs (no -lmpix) run natively and
 # under LD_PRELOAD=libmpix.so by bench/run_p2p_benchmarks.sh.

@@ -10,6 +10,7 @@ MPIX_MATCH_ENGINE_SOURCES = \
 	match/matcher.cc match/matcher.h match/matcher_types.h \
 	match/node_pool.cc match/node_pool.h \
 	match/queue_core.cc match/queue_core.h \
+	match/sharded_matcher.cc match/sharded_matcher.h \
 	match/wildcard_queues.cc match/wildcard_queues.h
 
 noinst_LTLIBRARIES += match/libmpixmatch.la

@@ -8,7 +8,8 @@ MPIX_MATCH_TEST_SOURCES = \
 	test/unit/test_match_differential.cc \
 	test/unit/test_match_internals.cc \
 	test/unit/test_match_memory.cc \
-	test/unit/test_match_rules.cc
+	test/unit/test_match_rules.cc \
+	test/unit/test_match_sharded.cc
 # (In a sanitizer build the configured -fsanitize flags instrument them instead.)
 if SANITIZED_BUILD
 MPIX_MATCH_SANITIZE =
