@@ -95,7 +95,8 @@ endif
 # test/gpu/run.sh the build there (minutes of the device budget).
 if HAVE_CUDA
 MPIX_GPU_BUNDLE = $(MPIX_GPU_TESTS) test/mpi/p2p/region_batch test/mpi/p2p/region examples/matching_demo bench/bench_gpu_p2p bench/bench_gpu_suite \
-	bench/bench_stream bench/bench_jacobi bench/bench_gpu_copy bench/bench_gpu_match bench/bench_dev_p2p
+	bench/bench_stream bench/bench_jacobi bench/bench_gpu_copy bench/bench_gpu_match bench/bench_dev_p2p \
+	bench/bench_match_threads
 # The programs are made after `all` (a make of its own), not beside it: under
 # -j both would link src/libmpix.la at once, and a program's link then found
 # no libmpix.so.

@@ -31,7 +31,8 @@
 # the copy kernel's tests and bench_gpu_suite per setting), sublist (the
 # GPU testlist entries matching MPIX_SUBLIST, no sanitizer), bench-mid (issue
 # 30: host messages 1 KiB - 16 MiB, native vs mpix), bench-threads (issue 27:
-# bench/bench_threads, 1-8 threads per rank, native vs mpix), reuse (issue 24:
+# bench/bench_threads, 1-8 threads per rank, native vs mpix; then
+# bench_match_threads, the engine alone at 1-16 threads), reuse (issue 24:
 # dev_reuse and p2p_native, then each under compute-sanitizer with 2 ranks),
 # sanitize-two (gpu-tests' two-rank compute-sanitizer runs alone; those
 # named by the regex MPIX_SAN2_ONLY),
@@ -409,6 +410,16 @@ if has_stage bench-threads; then
       echo "-- $who round $round"; cat "$OUT/threads_${who}_r$round.txt"
     done
   done
+  # The matching engine alone: one lock against the sharded matcher, 1-16
+  # threads (a core each on this host), own keys and cross-thread arrivals.
+  if [ -x bench/bench_match_threads ]; then
+    for mode in "" --cross; do
+      timeout 120 bench/bench_match_threads -t 1,2,4,8,16 -n 5000 -r 5 $mode \
+        -o "$OUT/match_threads${mode:+_cross}.csv" >"$OUT/match_threads${mode:+_cross}.txt" 2>&1 ||
+        { echo "bench_match_threads $mode failed"; bench_fail=1; }
+      cat "$OUT/match_threads${mode:+_cross}.txt"
+    done
+  fi
 fi
 if has_stage bench-gpu; then
 mps_start
