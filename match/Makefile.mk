@@ -2,6 +2,7 @@
 # Depends on nothing MPI-specific; unit tests in test/unit/test_match_*.cc.
 MPIX_MATCH_ENGINE_SOURCES = \
 	match/batch.cc match/batch.h \
+	match/cpu_relax.h \
 	match/exact_queues.h \
 	match/huge_page_array.h \
 	match/intrusive_list.h \

@@ -6,17 +6,9 @@
 #include <algorithm>
 #include <stdexcept>
 
-namespace mpix::match {
+#include "match/cpu_relax.h"
 
-namespace {
-inline void cpu_relax() {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_ia32_pause();
-#elif defined(__aarch64__)
-  asm volatile("yield" ::: "memory");
-#endif
-}
-}  // namespace
+namespace mpix::match {
 
 void ShardLock::lock_slow() noexcept {
   // A match holds the lock for tens of nanoseconds: spin on a read (the
@@ -146,23 +138,17 @@ std::size_t ShardedMatcher::depth() {
   return d;
 }
 
-std::vector<Entry> ShardedMatcher::posted_entries() {
+std::vector<Entry> ShardedMatcher::gather(std::vector<Entry> (Matcher::*entries)()) {
   std::vector<Entry> all;
   for (unsigned k = 0; k < shards(); ++k) {
-    const std::vector<Entry> part = lock_shard(k)->posted_entries();
+    const std::vector<Entry> part = ((*lock_shard(k)).*entries)();
     all.insert(all.end(), part.begin(), part.end());
   }
   return all;
 }
 
-std::vector<Entry> ShardedMatcher::unexpected_entries() {
-  std::vector<Entry> all;
-  for (unsigned k = 0; k < shards(); ++k) {
-    const std::vector<Entry> part = lock_shard(k)->unexpected_entries();
-    all.insert(all.end(), part.begin(), part.end());
-  }
-  return all;
-}
+std::vector<Entry> ShardedMatcher::posted_entries() { return gather(&Matcher::posted_entries); }
+std::vector<Entry> ShardedMatcher::unexpected_entries() { return gather(&Matcher::unexpected_entries); }
 
 Drained ShardedMatcher::drain() {
   Drained all;

@@ -149,6 +149,8 @@ class ShardedMatcher {
   // slot (both start from the packed key).
   static constexpr std::uint64_t kShardSalt = 0x5bd1e9955bd1e995ull;
   struct BatchScratch;
+  // One of Matcher's entry lists, shard after shard.
+  std::vector<Entry> gather(std::vector<Entry> (Matcher::*entries)());
 
   Mode mode_;
   unsigned shift_;      // 64 - log2(shards); 64 for one shard

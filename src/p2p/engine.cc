@@ -17,6 +17,7 @@
 #include "gpu_tags.h"
 #include "gpu_wire.h"
 #include "liveness.h"
+#include "match/cpu_relax.h"
 #include "progress/immortal.h"
 #include "progress/single_copy.h"
 #include "region_batch.h"
@@ -60,13 +61,7 @@ constexpr int kPausesPerLockTry = 4;
 // waiting thread before it takes it back.
 constexpr int kHandoffPauses = 64;
 
-inline void cpu_relax() {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_ia32_pause();
-#elif defined(__aarch64__)
-  asm volatile("yield" ::: "memory");
-#endif
-}
+using match::cpu_relax;
 
 // Handled communicators with landing receives. The strong references keep
 // each alive until detach(), which runs outside completion callbacks.
