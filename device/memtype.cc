@@ -8,13 +8,13 @@ namespace mpix::device {
 namespace {
 
 DriverApi g_loaded{};
-// The table in use: &g_loaded once libcuda resolved, a test's fake, or
-// nullptr (no driver, or MPIX_GPU=off). Read on every send and delivery,
-// written at MPI_Init: an atomic pointer keeps the hot path one load.
-std::atomic<const DriverApi *> g_api{nullptr};
 bool g_tried = false;
 
 }  // namespace
+
+// &g_loaded once libcuda resolved (memtype.h).
+std::atomic<const DriverApi *> detail::g_api{nullptr};
+using detail::g_api;
 
 void memtype_init(bool enabled) {
   if (!enabled) {
@@ -38,8 +38,6 @@ void memtype_init(bool enabled) {
     g_api.store(&g_loaded, std::memory_order_release);
 }
 
-bool memtype_driver_loaded() { return g_api.load(std::memory_order_acquire) != nullptr; }
-
 void memtype_set_driver_for_testing(const DriverApi *api) { g_api.store(api, std::memory_order_release); }
 
 namespace {
@@ -60,11 +58,7 @@ bool essentials(const DriverApi *api, const void *p, unsigned long long *type, u
 
 }  // namespace
 
-bool is_device(const void *p) { return device_of(p) >= 0; }
-
-int device_of(const void *p) {
-  const DriverApi *api = g_api.load(std::memory_order_acquire);
-  if (api == nullptr || p == nullptr) return -1;
+int detail::device_of_driver(const DriverApi *api, const void *p) {
   // cuPointerGetAttributes answers for plain host memory too (type 0), where
   // cuPointerGetAttribute fails with CUDA_ERROR_INVALID_VALUE, an error
   // compute-sanitizer reports on every host send. Managed memory reports

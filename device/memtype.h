@@ -6,6 +6,7 @@
 #ifndef MPIX_DEVICE_MEMTYPE_H
 #define MPIX_DEVICE_MEMTYPE_H
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 
@@ -38,17 +39,30 @@ struct DriverApi {
 // enabled == false) makes every buffer host memory without asking.
 void memtype_init(bool enabled);
 
-// True when the driver is loaded (device pointers are possible at all).
-bool memtype_driver_loaded();
+namespace detail {
+// The table in use: the loaded driver's, a test's fake, or nullptr (no
+// driver, or MPIX_GPU=off). Written at MPI_Init, read on every send and
+// receive: inline, so that a process without the driver pays one load
+// there, not a call (the sender's call into the GPU path was ~10% of an
+// 8 B stream's samples on a host without libcuda).
+extern std::atomic<const DriverApi *> g_api;
+int device_of_driver(const DriverApi *api, const void *p);
+}  // namespace detail
 
-// Hot path: whether p is device memory the CPU cannot read. One driver call
-// (a VA lookup, or an immediate "not initialised" while the application has
-// not touched CUDA); no call at all without libcuda.
-bool is_device(const void *p);
+// True when the driver is loaded (device pointers are possible at all).
+inline bool memtype_driver_loaded() { return detail::g_api.load(std::memory_order_acquire) != nullptr; }
 
 // The GPU holding p when p is device memory the CPU cannot read, else -1
-// (host, pinned or managed memory): is_device with the ordinal, one call.
-int device_of(const void *p);
+// (host, pinned or managed memory). One driver call (a VA lookup, or an
+// immediate "not initialised" while the application has not touched CUDA);
+// no call at all without libcuda.
+inline int device_of(const void *p) {
+  const DriverApi *api = detail::g_api.load(std::memory_order_acquire);
+  return api == nullptr || p == nullptr ? -1 : detail::device_of_driver(api, p);
+}
+
+// Hot path: whether p is device memory the CPU cannot read.
+inline bool is_device(const void *p) { return device_of(p) >= 0; }
 
 // Full description of p, in one driver call; kind kHost for anything the
 // CPU can read. A device send classifies its buffer with this alone.

@@ -63,6 +63,7 @@
 #include <cstdint>
 #include <mutex>
 
+#include "device/memtype.h"
 #include "progress/transport.h"
 #include "request.h"
 
@@ -96,8 +97,16 @@ const GpuConfig &gpu_config();
 // Hooks of the engine. Each returns false, at the cost of one driver query,
 // when no device memory is involved.
 // P2PComm::transmit: sends from a device buffer; *rc is the MPI error code.
-bool gpu_transmit(P2PComm &c, const void *buf, int count, MPI_Datatype dtype, int dest, int tag, SendMode mode,
-                  Request *r, progress::EngineLock *lock, int *rc);
+// Inline up to the driver check: a process without the CUDA driver has no
+// device memory, and its host sends skip the call into the GPU path (its
+// large frame was ~10% of an 8 B streaming sender's samples).
+bool gpu_transmit_maybe_device(P2PComm &c, const void *buf, int count, MPI_Datatype dtype, int dest, int tag,
+                               SendMode mode, Request *r, progress::EngineLock *lock, int *rc);
+inline bool gpu_transmit(P2PComm &c, const void *buf, int count, MPI_Datatype dtype, int dest, int tag,
+                         SendMode mode, Request *r, progress::EngineLock *lock, int *rc) {
+  if (count == 0 || !device::memtype_driver_loaded()) return false;
+  return gpu_transmit_maybe_device(c, buf, count, dtype, dest, tag, mode, r, lock, rc);
+}
 // P2PComm::deliver: a GPU rendezvous, or any message for a device buffer.
 bool gpu_deliver(P2PComm &c, Request *r, Message &m);
 // P2PComm::keep_arrival: an unexpected GPU rendezvous keeps its

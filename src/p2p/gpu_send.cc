@@ -358,9 +358,8 @@ void gpu_detail::reply_arrival(P2PComm &c, const progress::Arrival &a) {
   op->answered(a.payload, a.payload_bytes);
 }
 
-bool gpu_transmit(P2PComm &c, const void *buf, int count, MPI_Datatype dtype, int dest, int tag, SendMode mode,
-                  Request *r, progress::EngineLock *lock, int *rc) {
-  if (count == 0) return false;
+bool gpu_transmit_maybe_device(P2PComm &c, const void *buf, int count, MPI_Datatype dtype, int dest, int tag,
+                               SendMode mode, Request *r, progress::EngineLock *lock, int *rc) {
   MPIX_STAGE(kSend);
   // Classified once: every protocol below works from this. query's seven
   // attributes cost a host buffer ~0.07 us more than a short question
