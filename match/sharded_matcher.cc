@@ -14,7 +14,7 @@ void ShardLock::lock_slow() noexcept {
   // A match holds the lock for tens of nanoseconds: spin on a read (the
   // holder's line stays shared until it lets go). Thousands of pauses with
   // the lock still taken mean its holder lost its core: give ours up.
-  for (unsigned spins = 0;; ++spins) {
+  for (unsigned spins = 0;;) {
     while (taken_.load(std::memory_order_relaxed)) {
       cpu_relax();
       if (++spins % 4096 == 0) sched_yield();

@@ -220,10 +220,8 @@ void run_threads(Mode mode, unsigned shards, const Traffic& tr) {
         const ArriveResult a = s->arrive_with(key_for(key), [mc] { return mc; });
         if (a.matched()) slot[key_of(a.partner)][number_of(a.partner)] = mc;
         --left;
-      } else if (posted[i] >= tr.per_key && sent[i] >= tr.per_key) {
-        // This key is done both ways: take the next one that is not.
-        continue;
       }
+      // Else this key is done both ways: the next pick takes another.
     }
   };
   std::vector<std::thread> pool;
