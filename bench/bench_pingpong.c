@@ -31,6 +31,10 @@
  *            larger sizes (default 67108864)
  *   -w       control: plain MPI_Comm_dup, no assertions
  *   -x       use MPIX_Comm_dup_nowildcard when the running library has it
+ *   -c       make a CUDA context current first (the process is a CUDA
+ *            application, as a GPU code sending host messages is): libcuda
+ *            loaded with dlopen, cuInit, GPU (rank % count)'s primary
+ *            context current; the buffers stay host memory
  *   -s       after each size, where each rank's streaming time went, in ns
  *            per message: posting the window, its MPI_Waitall, the
  *            window's acknowledgement (the rank that waits less sets the
@@ -48,6 +52,27 @@
 #include <unistd.h>
 
 #include "bench_common.h"
+
+/* -c: what a CUDA application's host messages see (the memory-type query
+ * of a library that checks for device buffers costs more with a context
+ * current). The driver API by dlopen, so the benchmark needs no CUDA. */
+static int cuda_context_current(int rank)
+{
+    void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_GLOBAL);
+    if (!h)
+        return -1;
+    int (*init)(unsigned) = (int (*)(unsigned))dlsym(h, "cuInit");
+    int (*count)(int *) = (int (*)(int *))dlsym(h, "cuDeviceGetCount");
+    int (*get)(int *, int) = (int (*)(int *, int))dlsym(h, "cuDeviceGet");
+    int (*retain)(void **, int) = (int (*)(void **, int))dlsym(h, "cuDevicePrimaryCtxRetain");
+    int (*set)(void *) = (int (*)(void *))dlsym(h, "cuCtxSetCurrent");
+    int n = 0, dev = 0;
+    void *ctx = NULL;
+    if (!init || !count || !get || !retain || !set || init(0) || count(&n) || n < 1 ||
+        get(&dev, rank % n) || retain(&ctx, dev) || set(ctx))
+        return -1;
+    return rank % n;
+}
 
 static void *xalloc(size_t n)
 {
@@ -83,6 +108,7 @@ static double pingpong(MPI_Comm comm, int rank, char *sbuf, char *rbuf, int size
  * the window's acknowledgement. A rank whose Waitall is short keeps up;
  * the other one sets the rate. */
 static int split_times;
+static int with_cuda;
 static double split_post, split_wait, split_ack;
 static long split_msgs;
 
@@ -175,7 +201,7 @@ int main(int argc, char **argv)
     MPI_Comm_size(MPI_COMM_WORLD, &nranks);
 
     int opt, bad = 0;
-    while ((opt = getopt(argc, argv, "m:M:r:i:b:wxso:l:h")) != -1) {
+    while ((opt = getopt(argc, argv, "m:M:r:i:b:wxcso:l:h")) != -1) {
         switch (opt) {
         case 'm': smin = atol(optarg); break;
         case 'M': smax = atol(optarg); break;
@@ -185,6 +211,7 @@ int main(int argc, char **argv)
         case 'w': plain = 1; break;
         case 'x': use_mpix_dup = 1; break;
         case 's': split_times = 1; break;
+        case 'c': with_cuda = 1; break;
         case 'o': csv = optarg; break;
         case 'l': label = optarg; break;
         default: bad = 1;
@@ -194,7 +221,7 @@ int main(int argc, char **argv)
         maxit < 1 || budget < 1) {
         if (rank == 0)
             fprintf(stderr,
-                    "usage: mpiexec -n 2 %s [-m MIN] [-M MAX] [-r R] [-i N] [-b B] [-w] [-x] [-s] "
+                    "usage: mpiexec -n 2 %s [-m MIN] [-M MAX] [-r R] [-i N] [-b B] [-w] [-x] [-c] [-s] "
                     "[-o CSV] [-l LABEL]\n",
                     argv[0]);
         MPI_Finalize();
@@ -203,6 +230,11 @@ int main(int argc, char **argv)
     if (!label)
         label = default_label();
 
+    int gpu = -1;
+    if (with_cuda && (gpu = cuda_context_current(rank)) < 0) {
+        fprintf(stderr, "rank %d: -c: no CUDA context (libcuda.so.1 or a GPU missing)\n", rank);
+        MPI_Abort(MPI_COMM_WORLD, 3);
+    }
     const char *how;
     MPI_Comm comm = bench_comm(plain, use_mpix_dup, &how);
     char desc[512];
@@ -234,6 +266,8 @@ int main(int argc, char **argv)
                reps);
         printf("# MPI: %s\n# %s\n# communicator: %s\n# MB/s = 10^6 bytes/s; MPI_Wtick = %g s\n",
                lib, desc, how, MPI_Wtick());
+        if (with_cuda)
+            printf("# a CUDA context current (GPU %d); buffers in host memory\n", gpu);
         printf("%10s  %8s  %12s  %12s  %4s  %12s  %12s\n", "bytes", "iters", "latency_us",
                "pingpong_MB/s", "win", "stream_MB/s", "bidir_MB/s");
         fflush(stdout);

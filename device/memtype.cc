@@ -1,8 +1,13 @@
 #include "memtype.h"
 
 #include <dlfcn.h>
+#include <link.h>
+#include <pthread.h>
+#include <unistd.h>
 
 #include <atomic>
+#include <cstdio>
+#include <cstring>
 
 namespace mpix::device {
 namespace {
@@ -16,7 +21,7 @@ bool g_tried = false;
 std::atomic<const DriverApi *> detail::g_api{nullptr};
 using detail::g_api;
 
-void memtype_init(bool enabled) {
+void memtype_init(bool enabled, bool host_ranges) {
   if (!enabled) {
     g_api.store(nullptr, std::memory_order_release);
     return;
@@ -34,8 +39,117 @@ void memtype_init(bool enabled) {
           reinterpret_cast<decltype(g_loaded.get_attributes)>(dlsym(h, "cuPointerGetAttributes"));
     }
   }
-  if (g_loaded.get_attribute != nullptr && g_loaded.get_attributes != nullptr)
+  if (g_loaded.get_attribute != nullptr && g_loaded.get_attributes != nullptr) {
+    memtype_host_ranges(host_ranges);
     g_api.store(&g_loaded, std::memory_order_release);
+  }
+}
+
+namespace {
+
+struct Range {
+  std::uintptr_t lo = 0, hi = 0;
+  bool has(std::uintptr_t a) const { return a - lo < hi - lo; }  // empty when lo == hi
+};
+
+// What memtype_host_ranges found; written before g_ranges_on's release.
+struct HostRanges {
+  static constexpr int kMaxData = 4;
+  Range data[kMaxData];  // the main program's writable PT_LOAD segments
+  int n_data = 0;
+  // Start of the brk heap; its end is sbrk(0) at each query. ~0: unknown.
+  std::uintptr_t heap_lo = ~std::uintptr_t{0};
+  Range main_stack;  // as mapped when the ranges were taken
+};
+HostRanges g_ranges;
+std::atomic<bool> g_ranges_on{false};
+
+// The calling thread's stack, looked up at its first query: a thread's
+// stack stays mapped while the thread runs.
+struct ThreadStack {
+  Range r;
+  bool known = false;
+};
+thread_local ThreadStack t_stack __attribute__((tls_model("initial-exec")));
+
+int main_program_segments(dl_phdr_info *info, std::size_t, void *data) {
+  auto *r = static_cast<HostRanges *>(data);
+  for (int i = 0; i < info->dlpi_phnum && r->n_data < HostRanges::kMaxData; ++i) {
+    const ElfW(Phdr) &ph = info->dlpi_phdr[i];
+    if (ph.p_type != PT_LOAD || (ph.p_flags & PF_W) == 0) continue;
+    const std::uintptr_t lo = info->dlpi_addr + ph.p_vaddr;
+    r->data[r->n_data++] = Range{lo, lo + ph.p_memsz};
+  }
+  return 1;  // the first object is the main program: stop there
+}
+
+// [heap] and [stack] of /proc/self/maps (read once, at MPI_Init).
+void heap_and_stack(HostRanges *r) {
+  std::FILE *f = std::fopen("/proc/self/maps", "r");
+  if (f == nullptr) return;
+  char line[512];
+  while (std::fgets(line, sizeof line, f) != nullptr) {
+    unsigned long lo = 0, hi = 0;
+    if (std::sscanf(line, "%lx-%lx", &lo, &hi) != 2) continue;
+    if (std::strstr(line, "[heap]") != nullptr) r->heap_lo = lo;
+    if (std::strstr(line, "[stack]") != nullptr) r->main_stack = Range{lo, hi};
+  }
+  std::fclose(f);
+}
+
+std::uintptr_t current_break() {
+  void *b = sbrk(0);
+  return b == reinterpret_cast<void *>(-1) ? 0 : reinterpret_cast<std::uintptr_t>(b);
+}
+
+const Range &own_stack() {
+  if (!t_stack.known) {
+    t_stack.known = true;
+    int here = 0;
+    // The main thread's stack is g_ranges.main_stack (pthread_getattr_np
+    // would read /proc/self/maps for it).
+    if (!g_ranges.main_stack.has(reinterpret_cast<std::uintptr_t>(&here))) {
+      pthread_attr_t at;
+      if (pthread_getattr_np(pthread_self(), &at) == 0) {
+        void *addr = nullptr;
+        std::size_t size = 0;
+        if (pthread_attr_getstack(&at, &addr, &size) == 0) {
+          const auto lo = reinterpret_cast<std::uintptr_t>(addr);
+          t_stack.r = Range{lo, lo + size};
+        }
+        pthread_attr_destroy(&at);
+      }
+    }
+  }
+  return t_stack.r;
+}
+
+}  // namespace
+
+void memtype_host_ranges(bool on) {
+  if (!on) {
+    g_ranges_on.store(false, std::memory_order_release);
+    return;
+  }
+  HostRanges r;
+  dl_iterate_phdr(main_program_segments, &r);
+  heap_and_stack(&r);
+  // No [heap] line: the heap is empty so far and starts at the break.
+  if (r.heap_lo == ~std::uintptr_t{0}) {
+    if (const std::uintptr_t b = current_break(); b != 0) r.heap_lo = b;
+  }
+  g_ranges = r;
+  g_ranges_on.store(true, std::memory_order_release);
+}
+
+bool detail::known_host(const void *p) {
+  if (!g_ranges_on.load(std::memory_order_acquire)) return false;
+  const auto a = reinterpret_cast<std::uintptr_t>(p);
+  const HostRanges &r = g_ranges;
+  if (a >= r.heap_lo && a < current_break()) return true;
+  for (int i = 0; i < r.n_data; ++i)
+    if (r.data[i].has(a)) return true;
+  return r.main_stack.has(a) || own_stack().has(a);
 }
 
 void memtype_set_driver_for_testing(const DriverApi *api) { g_api.store(api, std::memory_order_release); }
@@ -59,6 +173,7 @@ bool essentials(const DriverApi *api, const void *p, unsigned long long *type, u
 }  // namespace
 
 int detail::device_of_driver(const DriverApi *api, const void *p) {
+  if (known_host(p)) return -1;
   // cuPointerGetAttributes answers for plain host memory too (type 0), where
   // cuPointerGetAttribute fails with CUDA_ERROR_INVALID_VALUE, an error
   // compute-sanitizer reports on every host send. Managed memory reports
@@ -82,7 +197,7 @@ int detail::device_of_driver(const DriverApi *api, const void *p) {
 PtrInfo query(const void *p) {
   PtrInfo info;
   const DriverApi *api = g_api.load(std::memory_order_acquire);
-  if (api == nullptr || p == nullptr) return info;
+  if (api == nullptr || p == nullptr || detail::known_host(p)) return info;
   // Every slot is 8 zeroed bytes: the driver writes 1 (bool), 4 or 8 bytes
   // depending on the attribute, and on a little-endian host the low bytes
   // are what we read back.

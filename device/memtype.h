@@ -1,5 +1,7 @@
 // Where a buffer lives, asked of the CUDA driver per call (allocations come
-// and go, so nothing is cached). Host-only C++ used by both builds: the
+// and go, so no answer is cached), except for memory that is host memory
+// for as long as the process lives (host_ranges below). Host-only C++ used
+// by both builds: the
 // driver is found at run time with dlopen("libcuda.so.1"), so a build
 // without CUDA still recognises a device pointer (and rejects it cleanly)
 // when the application itself uses CUDA.
@@ -37,7 +39,20 @@ struct DriverApi {
 
 // Loads libcuda once (MPI_Init); later calls are free. MPIX_GPU=off (or
 // enabled == false) makes every buffer host memory without asking.
-void memtype_init(bool enabled);
+// host_ranges: see memtype_host_ranges.
+void memtype_init(bool enabled, bool host_ranges = true);
+
+// Buffers in memory that can never become device memory are answered
+// without the driver: the main program's data and bss, the brk heap (from
+// its start to the current break), the main thread's stack as mapped now
+// and the calling thread's own stack. The driver maps device memory only
+// where nothing is mapped, and these stay mapped (the heap's end is read
+// at each query), so the answer cannot go stale. A query with a CUDA
+// context current costs ~93 ns on an H200 host (bench/RESULTS.md), about
+// a small host message's whole cost; these checks cost a few. Memory
+// mapped by mmap (large mallocs, other threads' arenas) is still asked.
+// on == false: every query asks the driver (MPIX_GPU_HOST_RANGES=off).
+void memtype_host_ranges(bool on);
 
 namespace detail {
 // The table in use: the loaded driver's, a test's fake, or nullptr (no
@@ -47,6 +62,8 @@ namespace detail {
 // 8 B stream's samples on a host without libcuda).
 extern std::atomic<const DriverApi *> g_api;
 int device_of_driver(const DriverApi *api, const void *p);
+// Whether p lies in one of memtype_host_ranges' regions (false when off).
+bool known_host(const void *p);
 }  // namespace detail
 
 // True when the driver is loaded (device pointers are possible at all).
@@ -69,6 +86,8 @@ inline bool is_device(const void *p) { return device_of(p) >= 0; }
 PtrInfo query(const void *p);
 
 // Tests: use `api` instead of the dlopen'ed driver (nullptr: no driver).
+// Leaves the host ranges as they are (off until memtype_init or
+// memtype_host_ranges turns them on).
 void memtype_set_driver_for_testing(const DriverApi *api);
 
 // Values of the CUDA driver ABI used above (cuda.h; stable since CUDA 4/11.3).

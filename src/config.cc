@@ -209,6 +209,12 @@ const ConfigVar kVars[] = {
         "on: device buffers in point-to-point calls are recognised (one CUDA driver query per send and delivery); "
         "off: every buffer is taken for host memory (no query)",
         words<&Config::gpu, kOnOffWords>()),
+    row("MPIX_GPU_HOST_RANGES", "on", "on or off",
+        "on: buffers in memory that stays host memory for the process's life (the program's static data, the brk "
+        "heap, the main thread's stack, the calling thread's stack) are taken for host memory without the "
+        "driver query, which costs ~93 ns per send and per receive once the application has a CUDA context "
+        "(bench/RESULTS.md); off: every buffer is asked of the driver",
+        words<&Config::gpu_host_ranges, kOnOffWords>()),
     row("MPIX_GPU_PATH", "auto", "auto, ipc or staging",
         "auto: device data between GPUs of one node moves by CUDA IPC, otherwise staged through pinned host "
         "memory; staging: always staged (testing, or where IPC is unwanted)",

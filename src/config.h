@@ -27,6 +27,7 @@ struct Config {
   long stream_pull_min;       // MPIX_STREAM_PULL_MIN
   bool stream_pull_nonblocking;  // MPIX_STREAM_PULL_NONBLOCKING
   bool gpu;                   // MPIX_GPU
+  bool gpu_host_ranges;       // MPIX_GPU_HOST_RANGES
   bool gpu_force_staging;     // MPIX_GPU_PATH
   long gpu_eager_limit;       // MPIX_GPU_EAGER_LIMIT
   long gpu_chunk;             // MPIX_GPU_CHUNK

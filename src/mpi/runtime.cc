@@ -175,6 +175,7 @@ int runtime_start(int thread_provided, int thread_underlying) {
   gpu_config.depth = rt.config.gpu_pipeline;
   gpu_config.ipc_cache = static_cast<std::size_t>(rt.config.gpu_ipc_cache);
   gpu_config.pinned_slots = static_cast<std::size_t>(rt.config.gpu_pinned_slots);
+  gpu_config.host_ranges = rt.config.gpu_host_ranges;
   gpu_config.kernel_copy = rt.config.gpu_kernel_copy;
   gpu_config.kernel_copy_max = static_cast<std::size_t>(rt.config.gpu_kernel_copy_max);
   gpu_config.kernel_copy_device_max = static_cast<std::size_t>(rt.config.gpu_kernel_copy_device_max);

@@ -100,7 +100,7 @@ void gpu_start(const GpuConfig &config) {
   if (g_config.depth < 1) g_config.depth = 1;
   // Within what a reply may ask for (decode_gpu_reply).
   g_config.chunk = std::clamp<std::size_t>(g_config.chunk, kMinChunk, kMaxChunk);
-  device::memtype_init(config.enabled);
+  device::memtype_init(config.enabled, config.host_ranges);
   device::KernelCopyConfig kc;
   kc.enabled = config.enabled && config.kernel_copy;
   kc.max_bytes = config.kernel_copy_max;

@@ -81,6 +81,7 @@ struct GpuConfig {
   int depth = 0;                // MPIX_GPU_PIPELINE
   std::size_t ipc_cache = 0;    // MPIX_GPU_IPC_CACHE
   std::size_t pinned_slots = 0;  // MPIX_GPU_PINNED_SLOTS (0: no cap)
+  bool host_ranges = true;           // MPIX_GPU_HOST_RANGES
   bool kernel_copy = false;          // MPIX_GPU_KERNEL_COPY
   std::size_t kernel_copy_max = 0;   // MPIX_GPU_KERNEL_COPY_MAX
   std::size_t kernel_copy_device_max = 0;  // MPIX_GPU_KERNEL_COPY_DEVICE_MAX

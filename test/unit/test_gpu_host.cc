@@ -4,9 +4,14 @@
 // device / managed / host pointers).
 #include <gtest/gtest.h>
 
+#include <sys/mman.h>
+#include <unistd.h>
+
 #include <cstdlib>
 #include <cstring>
 #include <map>
+#include <memory>
+#include <thread>
 #include <vector>
 
 #include "device/memtype.h"
@@ -333,6 +338,10 @@ namespace cu = mpix::device::cu;
 // [lo, hi): device memory of GPU 1; [mlo, mhi): managed memory.
 char g_device_mem[1 << 16];
 char g_managed_mem[4096];
+// Device memory outside the program's data: an mmap'ed region (tests of
+// the host ranges, which take the program's static data for host memory).
+char *g_mapped_device = nullptr;
+std::size_t g_mapped_bytes = 0;
 bool g_initialised = true;
 bool g_attributes_unsupported = false;
 int g_calls = 0;
@@ -346,7 +355,8 @@ int fake_attr(void *data, int attr, unsigned long long ptr) {
   ++g_calls;
   if (!g_initialised) return cu::kNotInitialized;
   const void *p = reinterpret_cast<const void *>(ptr);
-  const bool dev = in(p, g_device_mem, sizeof g_device_mem), man = in(p, g_managed_mem, sizeof g_managed_mem);
+  const bool dev = in(p, g_device_mem, sizeof g_device_mem) || in(p, g_mapped_device, g_mapped_bytes);
+  const bool man = in(p, g_managed_mem, sizeof g_managed_mem);
   if (!dev && !man) return 1;  // CUDA_ERROR_INVALID_VALUE: plain host memory
   switch (attr) {
     case cu::kAttrMemoryType: *static_cast<unsigned *>(data) = cu::kMemoryTypeDevice; return 0;
@@ -361,7 +371,8 @@ int fake_attrs(unsigned n, int *attrs, void **data, unsigned long long ptr) {
   if (!g_initialised) return cu::kNotInitialized;
   if (g_attributes_unsupported) return 1;
   const void *p = reinterpret_cast<const void *>(ptr);
-  const bool dev = in(p, g_device_mem, sizeof g_device_mem), man = in(p, g_managed_mem, sizeof g_managed_mem);
+  const bool dev = in(p, g_device_mem, sizeof g_device_mem) || in(p, g_mapped_device, g_mapped_bytes);
+  const bool man = in(p, g_managed_mem, sizeof g_managed_mem);
   for (unsigned i = 0; i < n; ++i) {
     if (!dev && !man) continue;  // defaults stay zero, like the real call
     switch (attrs[i]) {
@@ -390,7 +401,10 @@ class MemType : public ::testing::Test {
     g_calls = 0;
     mpix::device::memtype_set_driver_for_testing(&kFake);
   }
-  void TearDown() override { mpix::device::memtype_set_driver_for_testing(nullptr); }
+  void TearDown() override {
+    mpix::device::memtype_set_driver_for_testing(nullptr);
+    mpix::device::memtype_host_ranges(false);
+  }
 };
 
 }  // namespace
@@ -476,6 +490,84 @@ TEST_F(MemType, OldDriverFallsBackWithoutIpc) {
   EXPECT_EQ(i.kind, mpix::device::MemKind::kDevice);
   EXPECT_EQ(i.device, 1);
   EXPECT_FALSE(i.ipc_capable) << "unknown exportability must take the staging path";
+}
+
+// ---- host ranges: memory that is host memory for the process's life ----
+namespace {
+char g_static_host[256];
+
+bool below_break(const void *p) { return reinterpret_cast<std::uintptr_t>(p) < reinterpret_cast<std::uintptr_t>(sbrk(0)); }
+
+// Each kind of host memory the ranges cover is answered without a driver
+// call, by device_of (a receive) and by query (a device-sending process's
+// sends) alike.
+void expect_host_without_driver(const void *p, const char *what) {
+  const int before = g_calls;
+  EXPECT_EQ(mpix::device::device_of(p), -1) << what;
+  EXPECT_EQ(mpix::device::query(p).kind, mpix::device::MemKind::kHost) << what;
+  EXPECT_EQ(g_calls, before) << what << " was asked of the driver";
+}
+}  // namespace
+
+TEST_F(MemType, HostRangesAnswerStaticStackAndThreadStacksWithoutTheDriver) {
+  mpix::device::memtype_host_ranges(true);
+  expect_host_without_driver(g_static_host + 100, "static data");
+  char on_stack[64] = {};
+  expect_host_without_driver(on_stack, "the main thread's stack");
+  for (int t = 0; t < 3; ++t) {
+    std::thread th([] {
+      char own[64] = {};
+      expect_host_without_driver(own, "a thread's own stack");
+      expect_host_without_driver(own + 63, "a thread's own stack, last byte");
+    });
+    th.join();
+  }
+}
+
+TEST_F(MemType, HostRangesFollowTheGrowingHeap) {
+  mpix::device::memtype_host_ranges(true);
+  // Grow the break past where it was when the ranges were taken (sbrk, not
+  // malloc: under AddressSanitizer malloc does not use the brk heap). The
+  // heap's end is read at each query, and ends there.
+  const std::size_t grow = 1 << 16;
+  void *old_break = sbrk(static_cast<intptr_t>(grow));
+  ASSERT_NE(old_break, reinterpret_cast<void *>(-1));
+  char *grown = static_cast<char *>(old_break);
+  expect_host_without_driver(grown, "the first byte above the old break");
+  expect_host_without_driver(grown + grow - 1, "the last byte below the new break");
+  ASSERT_EQ(static_cast<void *>(grown + grow), sbrk(0));
+  const int before = g_calls;
+  EXPECT_EQ(mpix::device::device_of(grown + grow), -1);
+  EXPECT_EQ(g_calls, before + 1) << "the break itself is past the heap: asked";
+  std::unique_ptr<char, decltype(&std::free)> small(static_cast<char *>(std::malloc(64)), &std::free);
+  if (below_break(small.get())) expect_host_without_driver(small.get(), "a small malloc in the brk heap");
+}
+
+// Memory outside the ranges is still asked: an mmap'ed region the driver
+// reports as device memory is device memory, and so is anything asked with
+// the ranges off.
+TEST_F(MemType, HostRangesLeaveMappedMemoryToTheDriver) {
+  mpix::device::memtype_host_ranges(true);
+  const std::size_t bytes = 1 << 20;
+  void *m = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  ASSERT_NE(m, MAP_FAILED);
+  g_mapped_device = static_cast<char *>(m);
+  g_mapped_bytes = bytes;
+  EXPECT_EQ(mpix::device::device_of(g_mapped_device + 10), 1);
+  EXPECT_EQ(g_calls, 1);
+  EXPECT_EQ(mpix::device::query(g_mapped_device).kind, mpix::device::MemKind::kDevice);
+  EXPECT_EQ(g_calls, 2);
+  g_mapped_device = nullptr;
+  g_mapped_bytes = 0;
+  EXPECT_EQ(mpix::device::device_of(static_cast<char *>(m) + 10), -1);  // plain host memory, asked
+  EXPECT_EQ(g_calls, 3);
+  munmap(m, bytes);
+
+  mpix::device::memtype_host_ranges(false);
+  char on_stack[64] = {};
+  EXPECT_EQ(mpix::device::device_of(on_stack), -1);
+  EXPECT_EQ(mpix::device::device_of(g_static_host), -1);
+  EXPECT_EQ(g_calls, 5) << "with the ranges off every buffer is asked";
 }
 
 // Data tags stay within 0 .. MPI_TAG_UB - 1 (a kGpuReply's data tag must
