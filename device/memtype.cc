@@ -142,6 +142,26 @@ void memtype_host_ranges(bool on) {
   g_ranges_on.store(true, std::memory_order_release);
 }
 
+void memtype_host_ranges_describe(char *out, std::size_t n) {
+  if (n == 0) return;
+  out[0] = '\0';
+  if (!g_ranges_on.load(std::memory_order_acquire)) {
+    std::snprintf(out, n, "off");
+    return;
+  }
+  const HostRanges &r = g_ranges;
+  std::size_t at = 0;
+  const auto put = [&](const char *what, std::uintptr_t lo, std::uintptr_t hi) {
+    if (at < n) at += static_cast<std::size_t>(std::snprintf(out + at, n - at, "%s%s %#lx-%#lx", at ? ", " : "", what,
+                                                             static_cast<unsigned long>(lo), static_cast<unsigned long>(hi)));
+  };
+  for (int i = 0; i < r.n_data; ++i) put("data", r.data[i].lo, r.data[i].hi);
+  put("heap", r.heap_lo, current_break());
+  put("main stack", r.main_stack.lo, r.main_stack.hi);
+  const Range &own = own_stack();
+  put("this thread's stack", own.lo, own.hi);
+}
+
 bool detail::known_host(const void *p) {
   if (!g_ranges_on.load(std::memory_order_acquire)) return false;
   const auto a = reinterpret_cast<std::uintptr_t>(p);

@@ -53,6 +53,8 @@ void memtype_init(bool enabled, bool host_ranges = true);
 // mapped by mmap (large mallocs, other threads' arenas) is still asked.
 // on == false: every query asks the driver (MPIX_GPU_HOST_RANGES=off).
 void memtype_host_ranges(bool on);
+// The ranges in use as text (MPIX_VERBOSE=2), at most n bytes with the NUL.
+void memtype_host_ranges_describe(char *out, std::size_t n);
 
 namespace detail {
 // The table in use: the loaded driver's, a test's fake, or nullptr (no

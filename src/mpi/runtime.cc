@@ -4,6 +4,7 @@
 #include <cstdlib>
 
 #include "device/gpu.h"
+#include "device/memtype.h"
 #include "mpix.h"
 #include "progress/single_copy.h"
 #include "progress/thread.h"
@@ -224,6 +225,12 @@ int runtime_start(int thread_provided, int thread_underlying) {
   if (config_errors[0] != '\0' && rt.world_rank == 0 && rt.config.verbose == 0)
     std::fprintf(stderr, "[mpix] warning: %s", config_errors);
   if (rt.config.verbose >= 1 && rt.world_rank == 0) print_configuration(config_errors);
+  if (rt.config.verbose >= 2 && device::memtype_driver_loaded()) {
+    char ranges[512];
+    device::memtype_host_ranges_describe(ranges, sizeof ranges);
+    std::fprintf(stderr, "[mpix] rank %d: memory taken for host memory without asking CUDA: %s\n", rt.world_rank,
+                 ranges);
+  }
   // atexit handlers run before the destructors of objects made earlier,
   // such as the transports' (namespace-scope, made at load).
   static const bool at_exit = [] { return std::atexit(stop_threads_at_exit) == 0; }();
