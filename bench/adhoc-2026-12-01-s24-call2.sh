@@ -1,4 +1,4 @@
-# Session 24, call 2 (nvidia-h200: one H200, a 16-core host): a CUDA
+# Session 24, calls 2 and 5 (nvidia-h200: one H200, a 16-core host): a CUDA
 # application's host messages. bench_pingpong -c (a CUDA context current in
 # each rank, buffers in host memory, as a GPU code's host messages) at 8 B:
 # native MPICH, mpix with MPIX_GPU_HOST_RANGES=on (the default: buffers in

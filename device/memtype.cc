@@ -3,6 +3,7 @@
 #include <dlfcn.h>
 #include <link.h>
 #include <pthread.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -97,9 +98,21 @@ void heap_and_stack(HostRanges *r) {
   std::fclose(f);
 }
 
+}  // namespace
+}  // namespace mpix::device
+
+// glibc's record of the program break, which its brk/sbrk (and UCX's
+// replacements of them) keep current. Read, never sbrk(0): under UCX's
+// memory hooks sbrk(0) is brk(the break as last recorded), a write of the
+// break that raced the heap growing in another thread and unmapped it
+// (the host-driven stream tests crashed so on the GPU machine).
+extern "C" void *__curbrk;
+
+namespace mpix::device {
+namespace {
+
 std::uintptr_t current_break() {
-  void *b = sbrk(0);
-  return b == reinterpret_cast<void *>(-1) ? 0 : reinterpret_cast<std::uintptr_t>(b);
+  return reinterpret_cast<std::uintptr_t>(__atomic_load_n(&__curbrk, __ATOMIC_RELAXED));
 }
 
 const Range &own_stack() {
@@ -134,9 +147,11 @@ void memtype_host_ranges(bool on) {
   HostRanges r;
   dl_iterate_phdr(main_program_segments, &r);
   heap_and_stack(&r);
-  // No [heap] line: the heap is empty so far and starts at the break.
+  // No [heap] line: the heap is empty so far and starts at the break,
+  // asked of the kernel (brk(0) changes nothing; glibc's record may not be
+  // set yet, and its sbrk is not called, as above).
   if (r.heap_lo == ~std::uintptr_t{0}) {
-    if (const std::uintptr_t b = current_break(); b != 0) r.heap_lo = b;
+    if (const long b = syscall(SYS_brk, 0); b > 0) r.heap_lo = static_cast<std::uintptr_t>(b);
   }
   g_ranges = r;
   g_ranges_on.store(true, std::memory_order_release);
