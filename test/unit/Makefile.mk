@@ -52,6 +52,19 @@ test_unit_test_gpu_host_CXXFLAGS = $(MPIX_CXXFLAGS) $(MPIX_MATCH_SANITIZE)
 test_unit_test_gpu_host_LDFLAGS = $(MPIX_MATCH_SANITIZE)
 test_unit_test_gpu_host_LDADD = $(GTEST_LIBS) -ldl
 
+# The host ranges under UCX's memory hooks (no sanitizer: it intercepts
+# the calls UCX patches).
+if HAVE_GTEST
+if HAVE_UCX
+check_PROGRAMS += test/unit/test_memtype_ucm
+MPIX_UNIT_TESTS += test/unit/test_memtype_ucm
+endif
+test_unit_test_memtype_ucm_SOURCES = test/unit/test_memtype_ucm.cc device/memtype.cc
+test_unit_test_memtype_ucm_CPPFLAGS = $(GTEST_CPPFLAGS) $(UCX_CPPFLAGS) -I$(top_srcdir)
+test_unit_test_memtype_ucm_CXXFLAGS = $(MPIX_CXXFLAGS)
+test_unit_test_memtype_ucm_LDADD = $(GTEST_LIBS) -lucm $(UCX_LIBS) -ldl -lpthread
+endif
+
 # The device send/recv queue protocol (include/mpix_device/proto.h, the
 # same header kernels use) on host threads; no GPU needed.
 if HAVE_GTEST
