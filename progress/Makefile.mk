@@ -4,7 +4,7 @@ src_libmpixcore_la_SOURCES += progress/inflight.cc progress/inflight.h
 # to the application below MPI_THREAD_MULTIPLE: a plain store).
 src_libmpixcore_la_SOURCES += progress/engine_mutex.cc progress/engine_mutex.h
 # Process-lifetime registries that outlive exit() (threads may still poll them).
-src_libmpixcore_la_SOURCES += progress/immortal.h
+src_libmpixcore_la_SOURCES += progress/immortal.h progress/sanitizers.h
 # The progress thread: started by the first GPU stream, parked when idle.
 src_libmpixcore_la_SOURCES += progress/thread.cc progress/thread.h
 # Datatype layouts, packing (the protocol and the transports).

@@ -7,13 +7,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#if defined(__SANITIZE_THREAD__)
-#define MPIX_UNDER_TSAN 1
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define MPIX_UNDER_TSAN 1
-#endif
-#endif
+#include "sanitizers.h"
 
 namespace mpix::progress {
 

@@ -8,6 +8,7 @@
 #include "datatype.h"
 #include "engine.h"
 #include "progress/immortal.h"
+#include "progress/sanitizers.h"
 #include "src/comm_table.h"
 
 namespace mpix::p2p {
@@ -35,14 +36,9 @@ std::uintptr_t handle_key(Handle h) {
 // AddressSanitizer a request is freed on release and made anew, so that a
 // use of a released request stays a use after free it reports, not a use of
 // the next request.
-#if defined(__SANITIZE_ADDRESS__)
+#ifdef MPIX_UNDER_ASAN
 #define MPIX_REQUEST_POOL 0
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define MPIX_REQUEST_POOL 0
-#endif
-#endif
-#ifndef MPIX_REQUEST_POOL
+#else
 #define MPIX_REQUEST_POOL 1
 #endif
 

@@ -17,6 +17,7 @@
 #include <thread>
 
 #include "device/memtype.h"
+#include "progress/sanitizers.h"
 
 namespace {
 
@@ -38,14 +39,6 @@ const mpix::device::DriverApi kFake{fake_attr, fake_attrs};
 void on_event(ucm_event_type_t, ucm_event_t *, void *) {}
 
 }  // namespace
-
-#if defined(__SANITIZE_THREAD__)
-#define MPIX_UNDER_TSAN 1
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define MPIX_UNDER_TSAN 1
-#endif
-#endif
 
 TEST(HostRangesUnderUcxHooks, AHeapGrowingInAnotherThreadStaysMapped) {
 #ifdef MPIX_UNDER_TSAN
