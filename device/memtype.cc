@@ -58,7 +58,8 @@ struct HostRanges {
   static constexpr int kMaxData = 4;
   Range data[kMaxData];  // the main program's writable PT_LOAD segments
   int n_data = 0;
-  // Start of the brk heap; its end is sbrk(0) at each query. ~0: unknown.
+  // Start of the brk heap; its end is the break at each query (current_break).
+  // ~0: unknown.
   std::uintptr_t heap_lo = ~std::uintptr_t{0};
   Range main_stack;  // as mapped when the ranges were taken
 };

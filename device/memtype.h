@@ -1,10 +1,9 @@
 // Where a buffer lives, asked of the CUDA driver per call (allocations come
 // and go, so no answer is cached), except for memory that is host memory
-// for as long as the process lives (host_ranges below). Host-only C++ used
-// by both builds: the
-// driver is found at run time with dlopen("libcuda.so.1"), so a build
-// without CUDA still recognises a device pointer (and rejects it cleanly)
-// when the application itself uses CUDA.
+// for as long as the process lives (memtype_host_ranges below). Host-only
+// C++ used by both builds: the driver is found at run time with
+// dlopen("libcuda.so.1"), so a build without CUDA still recognises a device
+// pointer (and rejects it cleanly) when the application itself uses CUDA.
 #ifndef MPIX_DEVICE_MEMTYPE_H
 #define MPIX_DEVICE_MEMTYPE_H
 
