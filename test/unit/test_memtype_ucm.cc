@@ -53,13 +53,18 @@ TEST(HostRangesUnderUcxHooks, AHeapGrowingInAnotherThreadStaysMapped) {
   mpix::device::memtype_host_ranges(true);
 
   constexpr long kPage = 4096, kPages = 20000;
-  char *const start = static_cast<char *>(sbrk(0));
-  ASSERT_NE(start, reinterpret_cast<char *>(-1));
+  // A page of heap for the querier to ask about, grown after the ranges
+  // were taken: the heap check (the one that reads the break) takes it
+  // even where the heap was empty before (AddressSanitizer's malloc).
+  char *const asked_about = static_cast<char *>(sbrk(kPage));
+  ASSERT_NE(asked_about, reinterpret_cast<char *>(-1));
+  char *const start = asked_about + kPage;
+  ASSERT_EQ(static_cast<char *>(sbrk(0)), start);
   std::atomic<bool> stop{false};
   std::atomic<long> asked{0};
   std::thread querier([&] {
     while (!stop.load(std::memory_order_relaxed)) {
-      EXPECT_EQ(mpix::device::device_of(start - 1), -1);
+      EXPECT_EQ(mpix::device::device_of(asked_about), -1);
       asked.fetch_add(1, std::memory_order_relaxed);
     }
   });
@@ -82,8 +87,9 @@ TEST(HostRangesUnderUcxHooks, AHeapGrowingInAnotherThreadStaysMapped) {
   EXPECT_EQ(static_cast<char *>(sbrk(0)), expected);
   for (char *p = start; p < expected; p += kPage) ASSERT_EQ(p[0], 1);
   EXPECT_GT(asked.load(), 0);
+  EXPECT_EQ(g_driver_calls.load(), 0) << "the heap page was asked of the driver: the heap check never ran";
   mpix::device::memtype_host_ranges(false);
   mpix::device::memtype_set_driver_for_testing(nullptr);
   ucm_unset_event_handler(UCM_EVENT_VM_MAPPED | UCM_EVENT_VM_UNMAPPED, on_event, nullptr);
-  sbrk(-(kPage * kPages));
+  sbrk(-(kPage * (kPages + 1)));
 }
