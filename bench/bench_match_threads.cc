@@ -107,7 +107,9 @@ double run(Engine& e, int threads, const Options& o) {
   std::vector<PerThread> per(threads);
   auto body = [&](int t) {
     const int base = t * o.window;
-    const int fed = ((t + threads - 1) % threads) * o.window;
+    // --cross: the neighbour whose receives this thread's arrivals feed.
+    const int n = (t + threads - 1) % threads;
+    const int fed = n * o.window;
     std::uint64_t m = 0;
     ready.fetch_add(1);
     while (!go.load(std::memory_order_acquire)) std::this_thread::yield();
@@ -126,7 +128,6 @@ double run(Engine& e, int threads, const Options& o) {
       per[t].posted.store(w + 1, std::memory_order_release);
       // The neighbour's messages for window w once it posted window w: the
       // queues stay a window deep.
-      const int n = (t + threads - 1) % threads;
       while (per[n].posted.load(std::memory_order_acquire) <= w) std::this_thread::yield();
       for (int i = 0; i < o.window; ++i) m += e.arrive(Key{0, fed + i}, w);
     }

@@ -89,6 +89,25 @@ struct Stats {
   std::size_t keys = 0;               // hash buckets in use (keys queued now,
                                       // or lately: see KeyTable)
   std::size_t bytes = 0;              // memory held by pool and table
+
+  // The stats of two disjoint parts of one matching (ShardedMatcher's
+  // shards) as one: every field adds, the peaks too (an upper bound of the
+  // whole's peak, which no part saw).
+  Stats& operator+=(const Stats& o) {
+    posted_depth += o.posted_depth;
+    unexpected_depth += o.unexpected_depth;
+    max_posted_depth += o.max_posted_depth;
+    max_unexpected_depth += o.max_unexpected_depth;
+    posts += o.posts;
+    arrivals += o.arrivals;
+    matches += o.matches;
+    cancels += o.cancels;
+    probes += o.probes;
+    takes += o.takes;
+    keys += o.keys;
+    bytes += o.bytes;
+    return *this;
+  }
 };
 
 }  // namespace mpix::match

@@ -114,21 +114,7 @@ MatcherBatchCounts ShardedMatcher::match_batch(const Entry* arrivals, std::uint3
 
 Stats ShardedMatcher::stats() {
   Stats t;
-  for (unsigned k = 0; k < shards(); ++k) {
-    const Stats s = lock_shard(k)->stats();
-    t.posted_depth += s.posted_depth;
-    t.unexpected_depth += s.unexpected_depth;
-    t.max_posted_depth += s.max_posted_depth;
-    t.max_unexpected_depth += s.max_unexpected_depth;
-    t.posts += s.posts;
-    t.arrivals += s.arrivals;
-    t.matches += s.matches;
-    t.cancels += s.cancels;
-    t.probes += s.probes;
-    t.takes += s.takes;
-    t.keys += s.keys;
-    t.bytes += s.bytes;
-  }
+  for (unsigned k = 0; k < shards(); ++k) t += lock_shard(k)->stats();
   return t;
 }
 
