@@ -131,10 +131,11 @@ Node::~Node() {
   for (auto &[p, n] : maps_) munmap(p, n);
 }
 
-bool Node::start(std::size_t wanted_bytes, std::size_t slot_bytes, char *why, std::size_t why_len) {
+bool Node::start(MPI_Comm comm, std::size_t wanted_bytes, std::size_t slot_bytes, char *why, std::size_t why_len,
+                 bool active) {
   int size = 1, rank = 0;
-  PMPI_Comm_size(MPI_COMM_WORLD, &size);
-  PMPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  PMPI_Comm_size(comm, &size);
+  PMPI_Comm_rank(comm, &rank);
   struct Card {
     std::uint64_t node;
     std::uint64_t nonce;  // with the pid, a segment name no other job uses
@@ -147,8 +148,8 @@ bool Node::start(std::size_t wanted_bytes, std::size_t slot_bytes, char *why, st
                     static_cast<std::uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count()),
                 static_cast<std::int32_t>(getpid()), 0};
   std::vector<Card> all(static_cast<std::size_t>(size));
-  PMPI_Allgather(&me, sizeof me, MPI_BYTE, all.data(), sizeof me, MPI_BYTE, MPI_COMM_WORLD);
-  std::vector<int> local;  // MPI_COMM_WORLD ranks of this node, in order
+  PMPI_Allgather(&me, sizeof me, MPI_BYTE, all.data(), sizeof me, MPI_BYTE, comm);
+  std::vector<int> local;  // ranks of this node, in order
   int mine = -1;
   for (int w = 0; w < size; ++w) {
     if (all[static_cast<std::size_t>(w)].node != me.node) continue;
@@ -197,7 +198,7 @@ bool Node::start(std::size_t wanted_bytes, std::size_t slot_bytes, char *why, st
     }
   }
   int all_ok = 0;
-  PMPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+  PMPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, comm);
   std::vector<char *> theirs(local.size(), nullptr);
   if (all_ok) {
     for (std::size_t j = 0; j < local.size() && ok; ++j) {
@@ -213,7 +214,7 @@ bool Node::start(std::size_t wanted_bytes, std::size_t slot_bytes, char *why, st
         ok = 0;
       }
     }
-    PMPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+    PMPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, comm);
   }
   // Every peer has mapped it (or given up): the name may go, so a job that
   // dies leaves nothing in /dev/shm.
@@ -228,12 +229,13 @@ bool Node::start(std::size_t wanted_bytes, std::size_t slot_bytes, char *why, st
   for (std::size_t j = 0; j < local.size(); ++j) {
     if (static_cast<int>(j) == mine) continue;
     in_.emplace_back(own + j * ring_bytes, slots, slot_bytes);
+    in_source_.push_back(local[j]);
     out_of_[static_cast<std::size_t>(local[j])] = static_cast<int>(out_.size());
     out_.emplace_back(theirs[j] + static_cast<std::size_t>(mine) * ring_bytes, slots, slot_bytes);
   }
   running_ = !in_.empty();
   capacity_ = running_ ? out_.front().capacity() : 0;
-  if (running_) g_active.store(this, std::memory_order_release);
+  if (running_ && active) g_active.store(this, std::memory_order_release);
   return true;
 }
 

@@ -11,6 +11,8 @@
 #ifndef MPIX_PROGRESS_SHM_RING_H
 #define MPIX_PROGRESS_SHM_RING_H
 
+#include <mpi.h>
+
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
@@ -119,7 +121,14 @@ class Node {
   // would exceed kInboundBudget) in slots of slot_bytes. False (rings unused
   // everywhere, the reason in why) where a process could not make or map
   // its segments.
-  bool start(std::size_t ring_bytes, std::size_t slot_bytes, char *why, std::size_t why_len);
+  bool start(std::size_t ring_bytes, std::size_t slot_bytes, char *why, std::size_t why_len) {
+    return start(MPI_COMM_WORLD, ring_bytes, slot_bytes, why, why_len, true);
+  }
+  // start() over the members of comm (ranks below are comm's): another
+  // user's rings (a communicator's lanes, src/p2p/lanes.h). active: the
+  // transport's rings, which active_node() names.
+  bool start(MPI_Comm comm, std::size_t ring_bytes, std::size_t slot_bytes, char *why, std::size_t why_len,
+             bool active);
   // start() where `wanted` (MPIX_SHM_RING), saying on rank 0 what came of it
   // when verbose (a transport's start-up).
   void start_if(bool wanted, std::size_t ring_bytes, std::size_t slot_bytes, int verbose);
@@ -146,6 +155,14 @@ class Node {
   }
   std::atomic<std::uint64_t> *claims_to(int world) const {
     return reaches(world) ? out_[static_cast<std::size_t>(out_of_[static_cast<std::size_t>(world)])].claims() : nullptr;
+  }
+  // The rings from other processes, by index, and whose each is.
+  std::size_t inbound() const { return in_.size(); }
+  Ring &in_ring(std::size_t i) { return in_[i]; }
+  int in_source(std::size_t i) const { return in_source_[i]; }
+  // The ring from rank `from`, or nullptr.
+  Ring *in_from(int from) {
+    return reaches(from) ? &in_[static_cast<std::size_t>(out_of_[static_cast<std::size_t>(from)])] : nullptr;
   }
   // Whether any ring from another process holds a message not read yet.
   bool inbound_waiting() const {
@@ -175,7 +192,8 @@ class Node {
   std::size_t capacity_ = 0;    // Ring::capacity() of them all
   std::vector<Ring> in_;        // from each other process of the node
   std::vector<Ring> out_;       // to each
-  std::vector<int> out_of_;     // MPI_COMM_WORLD rank -> index in out_, -1: not on the node
+  std::vector<int> out_of_;     // rank -> index in in_ and out_, -1: not on the node
+  std::vector<int> in_source_;  // index in in_ -> rank
   std::vector<std::pair<void *, std::size_t>> maps_;  // to unmap
 };
 

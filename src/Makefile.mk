@@ -17,7 +17,7 @@ src_libmpixcore_la_SOURCES = \
 	src/p2p/engine.cc src/p2p/engine.h src/p2p/split_copy.cc src/p2p/hints.cc src/p2p/hints.h \
 	src/p2p/gpu_pack.cc src/p2p/gpu_pack.h src/p2p/gpu_path.cc src/p2p/gpu_path.h src/p2p/gpu_ops.h src/p2p/gpu_send.cc src/p2p/gpu_recv.cc src/p2p/gpu_cache.h src/p2p/gpu_tags.h src/p2p/stage_clock.h \
 	src/p2p/gpu_wire.cc src/p2p/gpu_wire.h \
-	src/p2p/request.cc src/p2p/request.h src/p2p/staged_native.cc src/p2p/staged_native.h \
+	src/p2p/request.cc src/p2p/request.h src/p2p/lanes.cc src/p2p/lanes.h src/p2p/unexpected.h src/p2p/staged_native.cc src/p2p/staged_native.h \
 	src/p2p/region_batch.cc src/p2p/region_batch.h
 src_libmpixcore_la_CXXFLAGS = $(MPIX_CXXFLAGS)
 src_libmpixcore_la_LIBADD = match/libmpixmatch.la

@@ -369,6 +369,15 @@ const ConfigVar kVars[] = {
         "(membarrier(2), microseconds) and the application earns it back after 4096 acquisitions. Never biased "
         "where membarrier is refused or under ThreadSanitizer",
         words<&Config::lock_bias, kOnOffWords>()),
+    row("MPIX_LANES", "0", "0 .. 64",
+        "lanes per no-wildcard communicator whose members share a node: each lane its own lock, matcher and "
+        "shared-memory rings, so that threads of an MPI_THREAD_MULTIPLE program whose tags fall in different "
+        "lanes send and match small messages side by side without the engine lock; 0: off (one engine lock)",
+        integer<&Config::lanes, 0, 64>()),
+    row("MPIX_LANE_TAG_SHIFT", "6", "0 .. 30",
+        "a tag's lane is (tag >> this) % MPIX_LANES: blocks of 2^this consecutive tags share a lane, so a thread "
+        "that uses its own block of tags keeps to its own lane",
+        integer<&Config::lane_tag_shift, 0, 30>()),
     row("MPIX_LINK_CHECK", "off", "off or defer",
         "testing: defer: every eager send handed to the transport with a completion is held and its payload read "
         "only at the next progress step, so code that reuses a send's memory before the send completed sends "

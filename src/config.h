@@ -66,6 +66,8 @@ struct Config {
   long shm_ring_slot_bytes;   // MPIX_SHM_RING_SLOT_BYTES
   long lock_spins;            // MPIX_LOCK_SPINS
   bool lock_bias;             // MPIX_LOCK_BIAS: on or off
+  long lanes;                 // MPIX_LANES
+  long lane_tag_shift;        // MPIX_LANE_TAG_SHIFT
 };
 
 // A setting's value in force, as MPI_T control variables show it: a number,

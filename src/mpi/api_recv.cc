@@ -57,6 +57,13 @@ int pass_sendrecv_replace(void *buf, int count, MPI_Datatype dtype, int dest, in
 int make_recv_request(void *buf, int count, MPI_Datatype dtype, int source, int tag, MPI_Comm comm,
                       P2PComm *c, bool persistent, MPI_Request *request) {
   if (request == nullptr) return raise_class(comm, MPI_ERR_REQUEST);
+  if (!persistent && source != MPI_PROC_NULL) {
+    // A lane's receive: posted in its lane, no engine lock (lanes.h).
+    if (Request *r = c->lane_irecv(buf, count, dtype, source, tag)) {
+      *request = r->handle;
+      return MPI_SUCCESS;
+    }
+  }
   auto lock = engine_lock();
   Request *r = request_create(ReqKind::kRecv);
   init_request(r, c, nullptr, buf, count, dtype, source, tag);
@@ -85,6 +92,13 @@ MPIX_INTERCEPT int MPI_Recv(void *buf, int count, MPI_Datatype dtype, int source
   if (source == MPI_PROC_NULL) {
     status_fill(status, MPI_PROC_NULL, MPI_ANY_TAG, -1, 0, false);
     return MPI_SUCCESS;
+  }
+  if (Request *r = c->lane_irecv(buf, count, dtype, source, tag)) {
+    c->lane_wait(r);
+    r->write_status(status);
+    const int rc = r->st_error;
+    lane_request_recycle(r);
+    return rc == MPI_SUCCESS ? rc : raise_class(comm, rc);
   }
   auto lock = engine_lock();
   const int rc = c->recv(buf, count, dtype, source, tag, status, lock);

@@ -14,6 +14,8 @@ int blocking_send(const void *buf, int count, MPI_Datatype dtype, int dest, int 
                   P2PComm *c, SendMode mode) {
   if (int cls = check_send_args(*c, buf, count, dtype, dest, tag)) return raise_class(comm, cls);
   if (dest == MPI_PROC_NULL) return MPI_SUCCESS;
+  // A lane's message: copied into its ring, no engine lock (lanes.h).
+  if (mode == SendMode::kStandard && c->lane_send(buf, count, dtype, dest, tag)) return MPI_SUCCESS;
   auto lock = engine_lock();
   const int rc = c->send(buf, count, dtype, dest, tag, mode, lock);
   lock.unlock();
@@ -24,6 +26,17 @@ int make_send_request(const void *buf, int count, MPI_Datatype dtype, int dest, 
                       P2PComm *c, SendMode mode, bool persistent, MPI_Request *request) {
   if (int cls = check_send_args(*c, buf, count, dtype, dest, tag)) return raise_class(comm, cls);
   if (request == nullptr) return raise_class(comm, MPI_ERR_REQUEST);
+  if (mode == SendMode::kStandard && !persistent && c->lane_send(buf, count, dtype, dest, tag)) {
+    // In the ring already: complete, and no engine lock to make it.
+    Request *r = lane_request(ReqKind::kSend);
+    r->active = true;
+    r->lane_user = comm;
+    r->st_source = MPI_PROC_NULL;
+    r->st_tag = MPI_ANY_TAG;
+    r->complete = true;
+    *request = r->handle;
+    return MPI_SUCCESS;
+  }
   auto lock = engine_lock();
   Request *r = request_create(ReqKind::kSend);
   init_request(r, c, buf, nullptr, count, dtype, dest, tag);

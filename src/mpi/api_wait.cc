@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "api_common.h"
+#include "match/cpu_relax.h"
 #include "src/p2p/staged_native.h"
 #include "src/visibility.h"
 
@@ -107,11 +108,77 @@ int refuse_enqueued(const MPI_Request *reqs, int count, const char *func) {
   return MPI_SUCCESS;
 }
 
+// Lane requests (src/p2p/lanes.h): waited for and tested by their flags,
+// their lanes read without the engine lock, and concluded into their
+// thread's cache. The lane path takes an array only if every request in it
+// is an active lane request or null; anything else goes the engine's way.
+constexpr int kLaneArrayMax = 256;
+bool lane_array(int count, const MPI_Request reqs[], Request *rs[]) {
+  if (count <= 0 || count > kLaneArrayMax) return false;
+  bool any = false;
+  for (int i = 0; i < count; ++i) {
+    rs[i] = nullptr;
+    if (reqs[i] == MPI_REQUEST_NULL) continue;
+    Request *r = request_lookup(reqs[i]);
+    if (r == nullptr || !r->lane || !r->active) return false;
+    rs[i] = r;
+    any = true;
+  }
+  return any;
+}
+
+bool lane_finished(Request *r) { return r->kind == ReqKind::kSend || r->complete || r->comm->lane_test(r); }
+
+// Statuses, recycling, MPI_ERR_IN_STATUS (in_array) or the request's error.
+int lane_conclude(int count, MPI_Request reqs[], Request *rs[], MPI_Status statuses[], bool in_array) {
+  int rc = MPI_SUCCESS;
+  MPI_Comm err_comm = MPI_COMM_WORLD;
+  for (int i = 0; i < count; ++i) {
+    Request *r = rs[i];
+    MPI_Status *st = statuses == MPI_STATUSES_IGNORE ? MPI_STATUS_IGNORE : &statuses[i];
+    if (r == nullptr) {
+      if (in_array && st != MPI_STATUS_IGNORE) status_empty(st);
+      continue;
+    }
+    r->write_status(st, in_array);
+    if (r->st_error != MPI_SUCCESS) {
+      rc = in_array ? MPI_ERR_IN_STATUS : r->st_error;
+      err_comm = r->lane_user;
+    }
+    lane_request_recycle(r);
+    reqs[i] = MPI_REQUEST_NULL;
+  }
+  return rc == MPI_SUCCESS ? rc : raise_class(err_comm, rc);
+}
+
+bool lane_waitall(int count, MPI_Request reqs[], MPI_Status statuses[], bool in_array, int *rc) {
+  Request *rs[kLaneArrayMax];
+  if (!lane_array(count, reqs, rs)) return false;
+  for (int i = 0; i < count; ++i)
+    // (A complete one's communicator may be freed: not touched.)
+    if (rs[i] != nullptr && rs[i]->kind == ReqKind::kRecv && !rs[i]->complete) rs[i]->comm->lane_wait(rs[i]);
+  *rc = lane_conclude(count, reqs, rs, statuses, in_array);
+  return true;
+}
+
+bool lane_testall(int count, MPI_Request reqs[], int *flag, MPI_Status statuses[], bool in_array, int *rc) {
+  Request *rs[kLaneArrayMax];
+  if (!lane_array(count, reqs, rs)) return false;
+  *rc = MPI_SUCCESS;
+  *flag = 0;
+  for (int i = 0; i < count; ++i)
+    if (rs[i] != nullptr && !lane_finished(rs[i])) return true;
+  *flag = 1;
+  *rc = lane_conclude(count, reqs, rs, statuses, in_array);
+  return true;
+}
+
 }  // namespace
 
 MPIX_INTERCEPT int MPI_Wait(MPI_Request *request, MPI_Status *status) {
   if (int rc = refuse_enqueued(request, 1, "MPI_Wait")) return rc;
   if (request == nullptr || request_live() == 0) return PMPI_Wait(request, status);
+  if (int rc = MPI_SUCCESS; lanes_configured() > 0 && lane_waitall(1, request, status, false, &rc)) return rc;
   auto lock = engine_lock();
   Request *r = request_lookup(*request);
   if (!r) {
@@ -133,6 +200,7 @@ MPIX_INTERCEPT int MPI_Wait(MPI_Request *request, MPI_Status *status) {
 MPIX_INTERCEPT int MPI_Test(MPI_Request *request, int *flag, MPI_Status *status) {
   if (int rc = refuse_enqueued(request, 1, "MPI_Test")) return rc;
   if (request == nullptr || request_live() == 0) return PMPI_Test(request, flag, status);
+  if (int rc = MPI_SUCCESS; lanes_configured() > 0 && lane_testall(1, request, flag, status, false, &rc)) return rc;
   auto lock = engine_lock();
   Request *r = request_lookup(*request);
   if (!r) {
@@ -157,6 +225,7 @@ MPIX_INTERCEPT int MPI_Test(MPI_Request *request, int *flag, MPI_Status *status)
 MPIX_INTERCEPT int MPI_Waitall(int count, MPI_Request reqs[], MPI_Status statuses[]) {
   if (int rc = refuse_enqueued(reqs, count, "MPI_Waitall")) return rc;
   if (request_live() == 0 || count <= 0) return PMPI_Waitall(count, reqs, statuses);
+  if (int rc = MPI_SUCCESS; lanes_configured() > 0 && lane_waitall(count, reqs, statuses, true, &rc)) return rc;
   auto lock = engine_lock();
   Split s(count, reqs);
   if (s.n_ours == 0) {
@@ -184,6 +253,8 @@ MPIX_INTERCEPT int MPI_Waitall(int count, MPI_Request reqs[], MPI_Status statuse
 MPIX_INTERCEPT int MPI_Testall(int count, MPI_Request reqs[], int *flag, MPI_Status statuses[]) {
   if (int rc = refuse_enqueued(reqs, count, "MPI_Testall")) return rc;
   if (request_live() == 0 || count <= 0) return PMPI_Testall(count, reqs, flag, statuses);
+  if (int rc = MPI_SUCCESS; lanes_configured() > 0 && lane_testall(count, reqs, flag, statuses, true, &rc))
+    return rc;
   auto lock = engine_lock();
   Split s(count, reqs);
   if (s.n_ours == 0) {
@@ -399,7 +470,9 @@ MPIX_INTERCEPT int MPI_Request_free(MPI_Request *request) {
   // A send/receive pair (MPI_Isendrecv) is reclaimed as one: finish it here.
   if (r->companion)
     while (r->active && !r->done()) progress_wait(lock);
-  // An operation still running finishes on its own and is reclaimed then.
+  // An operation still running finishes on its own and is reclaimed then
+  // (a lane receive by whichever thread takes its message in, lanes.h).
+  if (r->lane && r->active && r->kind == ReqKind::kRecv && r->comm->lane_free(r)) return MPI_SUCCESS;
   if (r->active && !r->complete) {
     r->user_freed = true;
     r->persistent = false;

@@ -37,6 +37,14 @@ const Pvar kPvars[] = {
      "unexpected messages of at most 8 bytes (eager, not synchronous) kept in the matcher of a no-wildcard "
      "communicator with no record of their own, so that their receive reads one cache line",
      &Sample::unexpected_inline},
+    {"mpix_lane_messages", kCounter,
+     "messages carried by the lanes of no-wildcard communicators (MPIX_LANES): sent through a lane's ring and "
+     "matched under its lock, without the engine lock",
+     &Sample::lane_messages},
+    {"mpix_lane_marks", kCounter,
+     "envelopes of lane communicators that went through the engine (larger, synchronous, derived types, device "
+     "memory) and were ordered among their keys' lane messages by a mark",
+     &Sample::lane_marks},
     {"mpix_eager_sends", kCounter,
      "messages sent eagerly (envelope and payload together; MPIX_EAGER_LIMIT), every transport",
      &Sample::eager_sent},
@@ -148,6 +156,8 @@ Sample sample_now() {
   s.posted_now = m.posted_now;
   s.unexpected_max = m.unexpected_max;
   s.unexpected_inline = m.unexpected_inline;
+  s.lane_messages = m.lane_messages;
+  s.lane_marks = m.lane_marks;
   s.eager_sent = t.eager_sent;
   s.rendezvous_sent = t.rendezvous_sent;
   s.arrivals = t.arrivals;

@@ -19,6 +19,7 @@ struct Sample {
   std::uint64_t stream_gpu_run, stream_host_driven, stream_pulled;
   std::uint64_t malformed;
   std::uint64_t lock_fast_takes, lock_revocations;
+  std::uint64_t lane_messages, lane_marks;
 };
 
 struct Pvar {

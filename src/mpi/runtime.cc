@@ -166,6 +166,7 @@ int runtime_start(int thread_provided, int thread_underlying) {
   p2p_config.verbose = rt.config.verbose;
   p2p_config.lock_spins = static_cast<int>(rt.config.lock_spins);
   p2p::p2p_configure(p2p_config);
+  p2p::lanes_configure(static_cast<int>(rt.config.lanes), static_cast<unsigned>(rt.config.lane_tag_shift));
   p2p::region_batch_configure(static_cast<std::size_t>(rt.config.gpu_match_threshold),
                               static_cast<std::size_t>(rt.config.region_batch_min));
   p2p::GpuConfig gpu_config;

@@ -1,4 +1,5 @@
 #include "engine.h"
+#include "unexpected.h"
 #include "comms.h"
 
 #include <sched.h>
@@ -25,6 +26,7 @@
 #include "src/errors.h"
 
 namespace mpix::p2p {
+using namespace unexpected;
 namespace {
 
 P2PConfig g_config;
@@ -66,6 +68,13 @@ using match::cpu_relax;
 // Handled communicators with landing receives. The strong references keep
 // each alive until detach(), which runs outside completion callbacks.
 std::vector<std::shared_ptr<P2PComm>> &attached() {
+  static Immortal<std::vector<std::shared_ptr<P2PComm>>> v;
+  return v.get();
+}
+
+// Detached lane communicators whose lane receives were still waiting: kept
+// (their rings too) until MPI_Finalize.
+std::vector<std::shared_ptr<P2PComm>> &lingering() {
   static Immortal<std::vector<std::shared_ptr<P2PComm>>> v;
   return v.get();
 }
@@ -138,98 +147,6 @@ Message::~Message() {
   if (gpu_waiting_on != nullptr) gpu_forget(*this);
 }
 
-namespace {
-// Inline messages. An unexpected eager message of at most 8 bytes, without
-// a synchronous send's acknowledgement, on a communicator whose matcher
-// keeps aux words (the exact modes), gets no record: its cookie says so in
-// bit 0 (never set in a Message*, which is at least 8-aligned) and carries
-// its size (bits 1-4) and the transport's credit (bits 5-63); its payload
-// is the matcher's aux word, which the key's bucket holds while the
-// message heads its key. Receiving it then reads the bucket and nothing
-// else: the record was a second dependent cache miss (16384 unexpected
-// 8-byte messages received in random order on the 2-core VM: 55% of
-// P2PComm::recv's samples on the record's first load, 33% on the
-// bucket's). Wherever a cookie leaves the matcher, an inline one becomes a
-// Message: on the stack for a delivery, on the heap where a record must
-// live on (MPI_Mprobe, a region's batch).
-constexpr std::uint64_t kInlineMax = sizeof(match::Cookie);
-constexpr std::uint64_t kInlineCreditLimit = std::uint64_t{1} << 59;
-
-static_assert(alignof(Message) > 1, "bit 0 of a Message* is never set");
-bool is_inline(match::Cookie c) { return (c & 1u) != 0; }
-std::uint64_t inline_bytes(match::Cookie c) { return (c >> 1) & 0xf; }
-std::size_t inline_credit(match::Cookie c) { return static_cast<std::size_t>(c >> 5); }
-
-bool inlinable(const progress::Arrival &a) {
-  return a.h.kind == kEager && a.h.flags == 0 && a.h.bytes <= kInlineMax && a.credit < kInlineCreditLimit;
-}
-
-match::Cookie inline_cookie(const progress::Arrival &a) {
-  return 1u | a.h.bytes << 1 | static_cast<std::uint64_t>(a.credit) << 5;
-}
-
-// Copies of a constant size, which the compiler makes one load each: a
-// memcpy of a.h.bytes was a call through the PLT on every tiny arrival,
-// 12% of P2PComm::arrived's samples when streaming 8-byte messages (perf,
-// 2-core VM, 2026-11-30).
-template <std::size_t N>
-match::Cookie first_bytes(const void *p) {
-  match::Cookie aux = 0;
-  std::memcpy(&aux, p, N);
-  return aux;
-}
-
-match::Cookie inline_payload(const progress::Arrival &a) {
-  static_assert(kInlineMax == 8, "one case per size below");
-  switch (a.h.bytes) {
-    case 1: return first_bytes<1>(a.payload);
-    case 2: return first_bytes<2>(a.payload);
-    case 3: return first_bytes<3>(a.payload);
-    case 4: return first_bytes<4>(a.payload);
-    case 5: return first_bytes<5>(a.payload);
-    case 6: return first_bytes<6>(a.payload);
-    case 7: return first_bytes<7>(a.payload);
-    case 8: return first_bytes<8>(a.payload);
-    default: return 0;
-  }
-}
-
-// m (fresh) as the inline message (c, aux) of envelope (source, tag).
-void from_inline(match::Cookie c, match::Cookie aux, int source, int tag, Message &m) {
-  m.source = source;
-  m.tag = tag;
-  m.kind = kEager;
-  m.flags = 0;
-  m.bytes = inline_bytes(c);
-  m.credit = inline_credit(c);
-  std::memcpy(m.small, &aux, sizeof aux);
-  m.payload = m.small;
-}
-
-// The message a matched cookie names, for one delivery: its record (owned
-// from here) or, inline, one made on the stack.
-class Claimed {
- public:
-  Claimed(match::Cookie c, match::Cookie aux, int source, int tag) {
-    if (is_inline(c)) from_inline(c, aux, source, tag, inl_);
-    else rec_.reset(reinterpret_cast<Message *>(c));
-  }
-  Message &operator*() { return rec_ ? *rec_ : inl_; }
-
- private:
-  Message inl_;
-  std::unique_ptr<Message> rec_;
-};
-
-// The same as a record of its own (made for an inline one).
-std::unique_ptr<Message> message_record(match::Cookie c, match::Cookie aux, int source, int tag) {
-  if (!is_inline(c)) return std::unique_ptr<Message>(reinterpret_cast<Message *>(c));
-  auto m = std::make_unique<Message>();
-  from_inline(c, aux, source, tag, *m);
-  return m;
-}
-}  // namespace
-
 void Message::operator delete(void *p) noexcept {
   MessageCache &c = t_messages;
   if (c.items == nullptr && !c.gone) {
@@ -301,6 +218,22 @@ MatchTotals match_totals() {
     t.posted_now += c->receives_waiting_;
     t.unexpected_max = std::max<std::uint64_t>(t.unexpected_max, s.max_unexpected_depth);
     t.unexpected_inline += c->unexpected_inline_;
+    if (c->lanes_) {
+      for (int k = 0; k < c->lanes_->count(); ++k) {
+        Lanes::Lane &l = c->lanes_->lane(k);
+        l.lock.lock();
+        const match::Stats ls = l.matcher.stats();
+        const auto waiting = static_cast<std::uint64_t>(l.waiting);
+        l.lock.unlock();
+        t.matches += ls.matches;
+        t.unexpected_now += ls.unexpected_depth;
+        t.posted_now += waiting;
+        t.unexpected_max = std::max<std::uint64_t>(t.unexpected_max, ls.max_unexpected_depth);
+      }
+      t.unexpected_inline += c->lane_inlined();
+      t.lane_messages += c->lane_messages();
+      t.lane_marks += c->lane_marks();
+    }
   }
   return t;
 }
@@ -360,6 +293,14 @@ int P2PComm::attach(MPI_Comm comm, bool wildcards, progress::EngineLock &lock) {
   matcher_ = std::make_unique<match::Matcher>(mode);
   user_ = comm;
 
+  if (!wildcards && lanes_configured() > 0) {
+    // Collective over the members (ctrl_: mpix's own traffic), and before
+    // the link: an envelope must never find the communicator without the
+    // lanes its sender has.
+    lock.unlock();
+    lanes_ = Lanes::create(ctrl_, lanes_configured(), lanes_tag_shift());
+    relock(lock);
+  }
   // Arrivals may come in as soon as the link exists: the matcher is ready.
   progress::LinkParams params;
   params.user = comm;
@@ -414,6 +355,10 @@ void P2PComm::arrived(const progress::Arrival &a) {
     Message *m = keep_arrival(a);  // owned by region_arrivals_ until the flush
     region_arrivals_.push_back(
         match::BatchItem{match::BatchKey{0, m->source, m->tag}, reinterpret_cast<match::Cookie>(m)});
+    return;
+  }
+  if (lanes_) {
+    lane_engine_arrival(a);
     return;
   }
   // A message a posted receive takes at once needs no record of its own
@@ -566,6 +511,9 @@ int P2PComm::region_flush() {
 }
 
 bool P2PComm::region_collects_open(bool may_start) {
+  // A lane communicator matches a region's messages the ordered way, one of
+  // the matchings a region allows: its lanes keep no batch.
+  if (lanes_) return false;
   if (region_pending() || (may_start && matcher_->depth() >= region_batch_min())) return true;
   region_batch_note_direct(1);
   return false;
@@ -691,12 +639,17 @@ int P2PComm::recv(void *buf, int count, MPI_Datatype dtype, int source, int tag,
     begin_recv(q);
     region_collect(q);
   } else {
-    const match::PostResult res = matcher_->post_with(pattern_key(source, tag), [&] {
+    KeyMatcher km = matcher_for(source, tag);
+    const match::PostResult res = km->post_with(pattern_key(source, tag), [&] {
       Request *q = make();
       begin_recv(q);
       q->queued = true;
       return reinterpret_cast<match::Cookie>(q);
     });
+    // Queued, the lane's readers may complete it at once (under its lock):
+    // the handle first.
+    if (res.status == match::Status::kQueued) r->match_handle = res.handle;
+    km.release();
     if (res.matched()) {
       // An eager payload into one block of host memory: copied out here,
       // the status written, no request.
@@ -731,7 +684,6 @@ int P2PComm::recv(void *buf, int count, MPI_Datatype dtype, int source, int tag,
       begin_recv(q);
       deliver(q, m);
     } else if (res.status == match::Status::kQueued) {
-      r->match_handle = res.handle;
       receive_queued();
       link_->want_more();  // it cannot match until more messages come in
     } else {
@@ -749,8 +701,13 @@ int P2PComm::start_recv(Request *r) {
     region_collect(r);
     return MPI_SUCCESS;
   }
-  const match::PostResult res =
-      matcher_->post(pattern_key(r->peer, r->tag), reinterpret_cast<match::Cookie>(r));
+  KeyMatcher km = matcher_for(r->peer, r->tag);
+  const match::PostResult res = km->post(pattern_key(r->peer, r->tag), reinterpret_cast<match::Cookie>(r));
+  if (res.status == match::Status::kQueued) {
+    r->queued = true;
+    r->match_handle = res.handle;
+  }
+  km.release();
   if (res.matched()) {
     Claimed claimed(res.partner, res.partner_aux, r->peer, r->tag);
     Message &m = *claimed;
@@ -762,8 +719,6 @@ int P2PComm::start_recv(Request *r) {
     op_done();
     return MPI_ERR_INTERN;
   }
-  r->queued = true;
-  r->match_handle = res.handle;
   receive_queued();
   // A receive that cannot match yet needs messages to keep coming in.
   link_->want_more();
@@ -889,6 +844,7 @@ bool P2PComm::transmit_single_copy(const void *buf, int count, MPI_Datatype dtyp
   const WireHeader h{tag, kSingleCopy, bytes, 0, progress::kFlagSyncAck};
   bool pending = false;
   const int sent = link_->send_eager(dest, h, owned.get(), sizeof d, done, &pending);
+  if (sent == MPI_SUCCESS) lane_mark_sent(dest, h);
   if (sent != MPI_SUCCESS || !pending) split_withdraw(offer);
   if (r != nullptr) {
     r->inner_busy = pending && sent == MPI_SUCCESS;
@@ -904,14 +860,23 @@ bool P2PComm::transmit_single_copy(const void *buf, int count, MPI_Datatype dtyp
 }
 
 bool P2PComm::cancel(Request *r) {
-  if (!r->queued) return false;
-  const auto cookie = reinterpret_cast<match::Cookie>(r);
-  auto it = std::find_if(region_receives_.begin(), region_receives_.end(),
-                         [cookie](const match::BatchItem &b) { return b.cookie == cookie; });
-  if (it != region_receives_.end()) region_receives_.erase(it);  // not in the matcher yet
-  else if (!matcher_->cancel(r->match_handle)) return false;
-  receive_unqueued();
-  r->queued = false;
+  if (lanes_) {
+    // A lane's readers change queued, under its lock.
+    KeyMatcher km = matcher_for(r->peer, r->tag);
+    if (!r->queued || !km->cancel(r->match_handle)) return false;
+    r->queued = false;
+    if (r->lane) --km.lane()->waiting;
+    else receive_unqueued();
+  } else {
+    if (!r->queued) return false;
+    const auto cookie = reinterpret_cast<match::Cookie>(r);
+    auto it = std::find_if(region_receives_.begin(), region_receives_.end(),
+                           [cookie](const match::BatchItem &b) { return b.cookie == cookie; });
+    if (it != region_receives_.end()) region_receives_.erase(it);  // not in the matcher yet
+    else if (!matcher_->cancel(r->match_handle)) return false;
+    receive_unqueued();
+    r->queued = false;
+  }
   r->st_cancelled = true;
   r->finish(MPI_ANY_SOURCE, MPI_ANY_TAG, MPI_SUCCESS, 0);
   return true;
@@ -919,7 +884,7 @@ bool P2PComm::cancel(Request *r) {
 
 const Message *P2PComm::probe(int source, int tag) {
   region_flush();  // collected arrivals become visible
-  const match::ProbeResult res = matcher_->probe(pattern_key(source, tag));
+  const match::ProbeResult res = matcher_for(source, tag, true)->probe(pattern_key(source, tag));
   if (res.found && is_inline(res.cookie)) {
     // (source, tag): an exact pattern, since only the exact modes inline.
     // Nothing else of probe_view_ is ever set.
@@ -933,7 +898,7 @@ const Message *P2PComm::probe(int source, int tag) {
 
 std::unique_ptr<Message> P2PComm::take(int source, int tag) {
   region_flush();
-  const match::ProbeResult res = matcher_->take(pattern_key(source, tag));
+  const match::ProbeResult res = matcher_for(source, tag, true)->take(pattern_key(source, tag));
   std::unique_ptr<Message> m(res.found ? message_record(res.cookie, res.aux, source, tag) : nullptr);
   if (m) {
     unexpected_consumed(*m);
@@ -1026,6 +991,7 @@ int P2PComm::transmit_host(const void *buf, int count, MPI_Datatype dtype, int d
     }
     bool pending = false;
     const int rc = link_->send_eager(dest, h, payload, bytes, done, &pending);
+    if (rc == MPI_SUCCESS) lane_mark_sent(dest, h);
     if (pending && packed && r != nullptr) r->eager_copy = std::move(packed);
     return finish_send(rc, pending);
   }
@@ -1049,6 +1015,7 @@ int P2PComm::transmit_host(const void *buf, int count, MPI_Datatype dtype, int d
   bool pending = false;
   const int rc = link_->send_rendezvous(dest, h, buf, count, dtype, mode,
                                         r != nullptr ? static_cast<progress::Pending *>(r) : &waiter, &pending);
+  if (rc == MPI_SUCCESS) lane_mark_sent(dest, h);
   if (pending && owned) r->eager_copy = std::move(owned);
   return finish_send(rc, pending);
 }
@@ -1068,6 +1035,15 @@ void P2PComm::detach() {
   for (const match::BatchItem &a : region_arrivals_) drop(reinterpret_cast<Message *>(a.cookie));
   region_arrivals_.clear();
   region_receives_.clear();
+  if (lanes_) {
+    MatchTotals &gone = detached_totals();
+    gone.lane_messages += lane_messages();
+    gone.lane_marks += lane_marks();
+    gone.unexpected_inline += lane_inlined();
+    // Lane receives still waiting complete through the rings, which live as
+    // long as this: it stays until MPI_Finalize then.
+    if (!lane_detach()) lingering().push_back(self());
+  }
   if (matcher_) {
     const match::Stats s = matcher_->stats();
     MatchTotals &gone = detached_totals();
@@ -1136,8 +1112,17 @@ void drain(progress::EngineLock &lock) {
   }
 }
 
+bool lanes_inbound_waiting() {
+  for (const auto &c : attached())
+    if (c->lane_inbound_waiting()) return true;
+  for (const auto &c : lingering())
+    if (c->lane_inbound_waiting()) return true;
+  return false;
+}
+
 void detach_all() {
   while (!attached().empty()) attached().back()->detach();
+  lingering().clear();
 }
 
 std::shared_ptr<P2PComm> p2p_find(MPI_Comm comm) {
@@ -1162,11 +1147,14 @@ int progress_poll() {
   auto &comms = attached();
   for (std::size_t i = 0; i < comms.size(); ++i) {
     n += comms[i]->poll_link();
+    if (comms[i]->lanes()) n += comms[i]->lane_progress();
     if (comms[i]->splits_waiting()) n += comms[i]->split_progress();
     // One batch per progress step: the receives posted since the last step
     // against every arrival the transport just handed up.
     if (comms[i]->region_pending()) n += comms[i]->region_progress();
   }
+  // Freed lane communicators whose lane receives still wait.
+  for (const auto &c : lingering()) n += c->lane_progress();
   // Freed communicators whose last operation just ended.
   auto &v = attached();
   for (std::size_t i = 0; i < v.size();) {

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "hints.h"
+#include "lanes.h"
 #include "match/matcher.h"
 #include "progress/datatype.h"
 #include "progress/engine_mutex.h"
@@ -229,6 +230,32 @@ class P2PComm final : public CommState, public progress::ArrivalSink {
     if (link_) link_->want_more();
   }
 
+  // ---- lanes (lanes.h): MPI_THREAD_MULTIPLE, no wildcards ----
+  Lanes *lanes() const { return lanes_.get(); }
+  // A standard-mode send that a lane carries, copied into its ring now (no
+  // engine lock); false (nothing done) where it is not a lane message.
+  bool lane_send(const void *buf, int count, MPI_Datatype dtype, int dest, int tag);
+  // A started lane request receiving (buf, count, dtype) from (source,
+  // tag), or nullptr (nothing done) where the receive is not a lane one.
+  Request *lane_irecv(void *buf, int count, MPI_Datatype dtype, int source, int tag);
+  // Whether lane request r completed, after taking its lane's arrivals in
+  // (unless another thread is) and, when needed, progressing the engine.
+  bool lane_test(Request *r);
+  // Returns once lane request r completed.
+  void lane_wait(Request *r);
+  // Engine lock held: takes every lane's arrivals in and completes the
+  // receives handed over to the engine. Returns what it handled.
+  int lane_progress();
+  // MPI_Request_free of an active lane receive: completes into nothing.
+  // False where it completed already (the caller concludes it).
+  bool lane_free(Request *r);
+  // Lane messages taken in and engine envelopes ordered by a mark, so far.
+  std::uint64_t lane_messages() const;
+  std::uint64_t lane_marks() const;
+  std::uint64_t lane_inlined() const;
+  // Whether a lane ring from another process holds messages not taken in.
+  bool lane_inbound_waiting();
+
   // progress::ArrivalSink: an envelope from the transport.
   void arrived(const progress::Arrival &a) override;
   bool receive_waiting() const override { return receives_waiting_ > 0; }
@@ -240,6 +267,56 @@ class P2PComm final : public CommState, public progress::ArrivalSink {
   void release_when_idle();
 
  private:
+  // ---- lanes (lanes.cc) ----
+  // The matcher of (source, tag) with its lane's lock held until release()
+  // or the end of the scope (lanes), else matcher_ (the engine lock).
+  class KeyMatcher {
+   public:
+    KeyMatcher(match::Matcher *m, Lanes::Lane *lane) : m_(m), lane_(lane) {}
+    KeyMatcher(const KeyMatcher &) = delete;
+    KeyMatcher &operator=(const KeyMatcher &) = delete;
+    ~KeyMatcher() { release(); }
+    match::Matcher *operator->() const { return m_; }
+    Lanes::Lane *lane() const { return lane_; }
+    void release() {
+      if (lane_ != nullptr && locked_) lane_->lock.unlock();
+      locked_ = false;
+    }
+
+   private:
+    match::Matcher *m_;
+    Lanes::Lane *lane_;
+    bool locked_ = true;
+  };
+  // take_in: a lane's ring messages taken in first (probes must see them).
+  KeyMatcher matcher_for(int source, int tag, bool take_in = false);
+  // An engine envelope of a lane communicator: ordered after the lane
+  // messages its sender sent before it, then matched in its lane.
+  void lane_engine_arrival(const progress::Arrival &a);
+  // Sender: the mark that orders an engine envelope just handed to the
+  // link among its key's lane messages.
+  void lane_mark(int dest, int tag);
+  // l locked: its owed marks to dest into the ring (false: some still
+  // owed), or to everyone.
+  bool lane_pay_marks(Lanes::Lane &l, int dest);
+  bool lane_pay_all_marks(Lanes::Lane &l);
+  // l locked: an envelope that waited for its mark, matched now.
+  void lane_match_early(Lanes::Lane &l, Message *e, bool engine_locked);
+  // Takes lane l's ring messages in, each ring up to a mark (l locked).
+  int lane_take_in(Lanes::Lane &l, bool engine_locked);
+  void lane_arrival(Lanes::Lane &l, const LaneHeader &h, const void *payload, std::size_t bytes, bool engine_locked);
+  static void lane_complete(Request *r, const char *payload, std::uint64_t bytes, int source, int tag);
+  // A lane request the engine completes (a rendezvous, a handed-over
+  // receive): counted among this communicator's operations meanwhile.
+  void engine_takes(Request *r);
+  // Detach: frees what the lanes' matchers still hold, unless a lane
+  // receive still waits (false: the lanes are still in use).
+  bool lane_detach();
+ public:
+  // After a matched envelope was handed to the link: its mark (lanes).
+  void lane_mark_sent(int dest, const WireHeader &h);
+ private:
+
   // check_pattern() of a pattern with a wildcard.
   bool refuses_wildcard(int source, int tag, Err *why) const;
   friend struct GpuAccess;  // gpu_path.cc: the channels and transmit()
@@ -338,6 +415,7 @@ class P2PComm final : public CommState, public progress::ArrivalSink {
   int size_ = 0;
   std::unique_ptr<match::Matcher> matcher_;
   std::unique_ptr<progress::Link> link_;
+  std::unique_ptr<Lanes> lanes_;
   std::size_t receives_waiting_ = 0;    // posted receives queued in the matcher
   std::uint64_t unexpected_inline_ = 0;  // messages queued as inline cookies (engine.cc)
   // The tag of each transfer's payload (and, + 1, its GPU replies), per
@@ -430,6 +508,10 @@ inline progress::EngineLock engine_lock() {
   if (!lock.owns_lock()) relock(lock);
   return lock;
 }
+// Engine lock held: whether a lane ring of a handled communicator holds
+// messages not taken in (their sender may wait for room while this process
+// blocks in a call mpix does not see: the liveness thread takes them in).
+bool lanes_inbound_waiting();
 // Whether any posted receive waits in a matcher, or for its sender's part of
 // a split transfer (no lock needed).
 bool receives_pending();
@@ -446,6 +528,8 @@ struct MatchTotals {
   std::uint64_t posted_now = 0;      // receives waiting for a message
   std::uint64_t unexpected_max = 0;  // deepest unexpected queue of one communicator
   std::uint64_t unexpected_inline = 0;  // unexpected messages kept without a record (engine.cc)
+  std::uint64_t lane_messages = 0;      // messages carried by lanes (lanes.h)
+  std::uint64_t lane_marks = 0;         // engine envelopes of lane communicators ordered by a mark
 };
 MatchTotals match_totals();
 

@@ -44,7 +44,9 @@ struct GpuAccess {
   // this returns.
   static int send_envelope(P2PComm &c, int dest, const WireHeader &h, const void *descriptor, std::size_t n) {
     bool pending = false;
-    return c.link_->send_eager(dest, h, descriptor, n, nullptr, &pending);
+    const int rc = c.link_->send_eager(dest, h, descriptor, n, nullptr, &pending);
+    if (rc == MPI_SUCCESS) c.lane_mark_sent(dest, h);
+    return rc;
   }
   // A staged transfer's chunk, through the transport's rendezvous (the
   // buffer stays in place until done, or *pending is false).

@@ -80,7 +80,7 @@ void run() {
       if (engine.owns_lock()) {
         if (wanted) {
           progress_poll();
-        } else if (progress::transport_inbound_waiting()) {
+        } else if (progress::transport_inbound_waiting() || lanes_inbound_waiting()) {
           // Nothing of ours waits, but messages wait in our rings: their
           // sender, of this node, may be waiting for room in them while we
           // block in a call mpix does not see (a flood of sends before a

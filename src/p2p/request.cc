@@ -1,6 +1,9 @@
 #include "request.h"
 
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <mutex>
 #include <memory>
 #include <algorithm>
 #include <vector>
@@ -44,48 +47,71 @@ std::uintptr_t handle_key(Handle h) {
 
 // Handle -> request, looked up by every Wait/Test/Start/Cancel of any
 // request: an open-addressing index (linear probing, at most half full)
-// into a vector of entries, one per handle made, so that a lookup is a hash
-// and a compare or two rather than a node-based map's walk, and creating
-// and releasing a request touch no map at all.
+// into the entries, one per handle made, so that a lookup is a hash and a
+// compare or two rather than a node-based map's walk, and creating and
+// releasing a request touch no map at all. Changed only under the engine
+// lock, but read without it by lane waits (lanes.h): entries live in chunks
+// that never move, the index is replaced whole when it grows (readers of
+// the old one still find every handle it had), and an entry's handle and
+// chunk are published by the release store of its index slot.
 struct Table {
   struct Entry {
     MPI_Request handle = MPI_REQUEST_NULL;
-    Request *live = nullptr;  // while the request is in use, else nullptr
+    std::atomic<Request *> live{nullptr};  // while the request is in use (or in a lane cache)
     std::unique_ptr<Request> owned;
   };
   static constexpr std::uint32_t kEmpty = ~std::uint32_t{0};
-  std::vector<Entry> entries;
-  std::vector<std::uint32_t> index;  // entry numbers by hash; size a power of two
+  static constexpr unsigned kChunkBits = 10;
+  static constexpr std::uint32_t kChunk = 1u << kChunkBits;
+  static constexpr std::size_t kMaxChunks = 1u << 14;  // 16 M handles
+  struct Index {
+    explicit Index(std::size_t n) : mask(n - 1), slot(std::make_unique<std::atomic<std::uint32_t>[]>(n)) {
+      for (std::size_t i = 0; i < n; ++i) slot[i].store(kEmpty, std::memory_order_relaxed);
+    }
+    std::size_t mask;
+    std::unique_ptr<std::atomic<std::uint32_t>[]> slot;
+  };
+  std::unique_ptr<Entry[]> chunks[kMaxChunks];
+  std::uint32_t count = 0;  // entries made
+  std::atomic<Index *> index{nullptr};
+  std::vector<std::unique_ptr<Index>> indexes;  // every index made: an old one may still be read
   std::vector<std::uint32_t> free_entries;
+
+  Entry &entry(std::uint32_t e) const { return chunks[e >> kChunkBits][e & (kChunk - 1)]; }
 
   static std::size_t hash(std::uintptr_t k) { return static_cast<std::size_t>((k * 0x9E3779B97F4A7C15ull) >> 20); }
 
   std::uint32_t find(MPI_Request h) const {
-    if (index.empty()) return kEmpty;
+    const Index *ix = index.load(std::memory_order_acquire);
+    if (ix == nullptr) return kEmpty;
     const std::uintptr_t k = handle_key(h);
-    const std::size_t mask = index.size() - 1;
-    for (std::size_t i = hash(k) & mask;; i = (i + 1) & mask) {
-      const std::uint32_t e = index[i];
-      if (e == kEmpty || handle_key(entries[e].handle) == k) return e;
+    for (std::size_t i = hash(k) & ix->mask;; i = (i + 1) & ix->mask) {
+      const std::uint32_t e = ix->slot[i].load(std::memory_order_acquire);
+      if (e == kEmpty || handle_key(entry(e).handle) == k) return e;
     }
   }
 
-  void place(std::uint32_t e) {
-    const std::size_t mask = index.size() - 1;
-    std::size_t i = hash(handle_key(entries[e].handle)) & mask;
-    while (index[i] != kEmpty) i = (i + 1) & mask;
-    index[i] = e;
+  static void place(Index &ix, std::uint32_t e, MPI_Request h) {
+    std::size_t i = hash(handle_key(h)) & ix.mask;
+    while (ix.slot[i].load(std::memory_order_relaxed) != kEmpty) i = (i + 1) & ix.mask;
+    ix.slot[i].store(e, std::memory_order_release);
   }
 
-  // The entry of a handle just made.
+  // The entry of a handle just made (nullopt-like kEmpty when full).
   std::uint32_t add(MPI_Request h) {
-    if (2 * (entries.size() + 1) > index.size()) {
-      index.assign(std::max<std::size_t>(64, 2 * index.size()), kEmpty);
-      for (std::uint32_t e = 0; e < entries.size(); ++e) place(e);
+    if (count == kMaxChunks * kChunk) return kEmpty;
+    Index *ix = index.load(std::memory_order_relaxed);
+    if (ix == nullptr || 2 * (std::size_t{count} + 1) > ix->mask + 1) {
+      auto grown = std::make_unique<Index>(std::max<std::size_t>(64, ix == nullptr ? 0 : 2 * (ix->mask + 1)));
+      for (std::uint32_t e = 0; e < count; ++e) place(*grown, e, entry(e).handle);
+      ix = grown.get();
+      indexes.push_back(std::move(grown));
+      index.store(ix, std::memory_order_release);
     }
-    entries.push_back(Entry{h, nullptr, nullptr});
-    const auto e = static_cast<std::uint32_t>(entries.size() - 1);
-    place(e);
+    const std::uint32_t e = count++;
+    if (!chunks[e >> kChunkBits]) chunks[e >> kChunkBits] = std::make_unique<Entry[]>(kChunk);
+    entry(e).handle = h;
+    place(*ix, e, h);
     return e;
   }
 };
@@ -148,7 +174,8 @@ void Request::finish(int source, int tag_, int error, MPI_Count bytes) {
     watcher = nullptr;
     w->request_done(watch_cookie);
   }
-  if (comm) comm->op_done();
+  // (Lane requests are not counted among the communicator's operations.)
+  if (comm && (!lane || lane_engine)) comm->op_done();
   // MPI_Request_free'd while active: nobody will wait for it; this was the
   // last use.
   if (user_freed && !inner_busy) request_release(this);
@@ -185,11 +212,15 @@ Request *request_create(ReqKind kind) {
     MPI_Request h = MPI_REQUEST_NULL;
     PMPI_Grequest_start(noop_query, noop_free, noop_cancel, nullptr, &h);
     e = t.add(h);
+    if (e == Table::kEmpty) {
+      std::fprintf(stderr, "mpix: more than %zu requests at once\n", Table::kMaxChunks * Table::kChunk);
+      std::abort();
+    }
   }
-  Table::Entry &entry = t.entries[e];
+  Table::Entry &entry = t.entry(e);
   if (!entry.owned) entry.owned = std::make_unique<Request>();
   Request *raw = entry.owned.get();
-  entry.live = raw;
+  entry.live.store(raw, std::memory_order_release);
   raw->kind = kind;
   raw->handle = entry.handle;
   raw->table_entry = e;
@@ -202,7 +233,7 @@ Request *request_lookup(MPI_Request handle) {
   if (handle == MPI_REQUEST_NULL || g_live.load(std::memory_order_relaxed) == 0) return nullptr;
   const Table &t = table();
   const std::uint32_t e = t.find(handle);
-  return e == Table::kEmpty ? nullptr : t.entries[e].live;
+  return e == Table::kEmpty ? nullptr : t.entry(e).live.load(std::memory_order_acquire);
 }
 
 void request_release(Request *r) {
@@ -212,9 +243,9 @@ void request_release(Request *r) {
     r->companion = nullptr;
   }
   const std::uint32_t e = r->table_entry;
-  if (e >= t.entries.size() || t.entries[e].live != r) return;
-  Table::Entry &entry = t.entries[e];
-  entry.live = nullptr;
+  if (e >= t.count || t.entry(e).live.load(std::memory_order_relaxed) != r) return;
+  Table::Entry &entry = t.entry(e);
+  entry.live.store(nullptr, std::memory_order_release);
   g_live.store(g_live.load(std::memory_order_relaxed) - 1, std::memory_order_relaxed);
   // Callers release only requests with no transfer in flight: an underlying
   // completion would otherwise call into a request made anew.
@@ -238,6 +269,84 @@ void Request::recycle() {
 
 int request_live() { return g_live.load(std::memory_order_relaxed); }
 
+// ---- lane requests (lanes.h) ----
+namespace {
+// Requests no thread holds (those of threads that exited), for the next;
+// the generation drops every cache's requests at MPI_Finalize, which frees
+// them.
+struct LanePool {
+  std::mutex mu;
+  std::vector<Request *> free;
+  std::atomic<unsigned> generation{0};
+};
+LanePool &lane_pool() {
+  static Immortal<LanePool> p;
+  return p.get();
+}
+struct LaneCache {
+  std::vector<Request *> free;
+  unsigned generation = 0;
+  ~LaneCache() {
+    LanePool &p = lane_pool();
+    if (free.empty() || generation != p.generation.load(std::memory_order_acquire)) return;
+    std::lock_guard<std::mutex> g(p.mu);
+    p.free.insert(p.free.end(), free.begin(), free.end());
+  }
+};
+thread_local LaneCache t_lane_cache;
+constexpr int kLaneRefill = 64;
+
+void lane_requests_forget() {
+  LanePool &p = lane_pool();
+  std::lock_guard<std::mutex> g(p.mu);
+  p.free.clear();
+  p.generation.fetch_add(1, std::memory_order_acq_rel);
+}
+}  // namespace
+
+Request *lane_request(ReqKind kind) {
+  LaneCache &t = t_lane_cache;
+  LanePool &p = lane_pool();
+  if (t.generation != p.generation.load(std::memory_order_acquire)) {
+    t.free.clear();
+    t.generation = p.generation.load(std::memory_order_acquire);
+  }
+  if (t.free.empty()) {
+    {
+      std::lock_guard<std::mutex> g(p.mu);
+      for (int i = 0; i < 4 * kLaneRefill && !p.free.empty(); ++i) {
+        t.free.push_back(p.free.back());
+        p.free.pop_back();
+      }
+    }
+    if (t.free.empty()) {
+      auto lock = engine_lock();
+      for (int i = 0; i < kLaneRefill; ++i) {
+        Request *r = request_create(kind);
+        r->lane = true;
+        t.free.push_back(r);
+      }
+    }
+  }
+  Request *r = t.free.back();
+  t.free.pop_back();
+  r->kind = kind;
+  return r;
+}
+
+void lane_request_recycle(Request *r) {
+  // Lane requests own nothing (no derived type, no copy, no hold on the
+  // communicator): their fields go back to a new request's.
+  const MPI_Request handle = r->handle;
+  const std::uint32_t entry = r->table_entry;
+  r->comm.reset();
+  static_cast<RequestFields &>(*r) = RequestFields{};
+  r->handle = handle;
+  r->table_entry = entry;
+  r->lane = true;
+  t_lane_cache.free.push_back(r);
+}
+
 namespace {
 std::atomic<int> g_enqueued{0};
 std::atomic<bool (*)(MPI_Request)> g_is_enqueued{nullptr};
@@ -258,15 +367,19 @@ bool is_enqueued_handle(MPI_Request h) {
 void request_finalize() {
   Table &t = table();
   g_live.store(0, std::memory_order_relaxed);
-  for (Table::Entry &entry : t.entries) {
-    entry.live = nullptr;
+  for (std::uint32_t e = 0; e < t.count; ++e) {
+    Table::Entry &entry = t.entry(e);
+    entry.live.store(nullptr, std::memory_order_relaxed);
     entry.owned.reset();
     PMPI_Grequest_complete(entry.handle);
     PMPI_Request_free(&entry.handle);
   }
-  t.entries.clear();
-  t.index.clear();
+  for (auto &c : t.chunks) c.reset();
+  t.count = 0;
+  t.index.store(nullptr, std::memory_order_release);
+  t.indexes.clear();
   t.free_entries.clear();
+  lane_requests_forget();
 }
 
 void status_fill(MPI_Status *st, int source, int tag, int error, MPI_Count bytes, bool cancelled) {

@@ -74,6 +74,28 @@ class CommRef {
   bool counted_ = false;
 };
 
+// A flag one thread sets and another reads without a lock between them (a
+// lane request's completion, set by whichever thread took its message in):
+// stores release what was written before, loads acquire it. Plain moves on
+// x86; copyable, so that RequestFields stays assignable.
+class SyncFlag {
+ public:
+  SyncFlag(bool v = false) : v_(v) {}  // NOLINT: used as a bool
+  SyncFlag(const SyncFlag &o) : v_(o.v_.load(std::memory_order_relaxed)) {}
+  SyncFlag &operator=(const SyncFlag &o) {
+    v_.store(o.v_.load(std::memory_order_relaxed), std::memory_order_relaxed);
+    return *this;
+  }
+  SyncFlag &operator=(bool v) {
+    v_.store(v, std::memory_order_release);
+    return *this;
+  }
+  operator bool() const { return v_.load(std::memory_order_acquire); }  // NOLINT: used as a bool
+
+ private:
+  std::atomic<bool> v_;
+};
+
 // The plain fields of a request, apart from what it owns: a released
 // request is made fresh by assigning a new set of them and dropping its
 // references (Request::recycle), not by destroying and constructing it.
@@ -83,7 +105,13 @@ struct RequestFields {
   SendMode mode = SendMode::kStandard;
   bool persistent = false;
   bool active = false;      // started and not yet returned by Wait/Test
-  bool complete = false;    // the operation finished; status below is final
+  SyncFlag complete;        // the operation finished; status below is final
+  // Made by a communicator's lanes (lanes.h): completed under a lane's lock
+  // by whichever thread takes its message in, concluded without the engine
+  // lock, and kept afterwards in its thread's cache.
+  bool lane = false;
+  bool lane_engine = false;  // a lane request the engine completes (counted as its operation)
+  MPI_Comm lane_user = MPI_COMM_NULL;  // a lane request's communicator, for its errors
   bool user_freed = false;  // MPI_Request_free while active: reclaim at completion
   bool inner_busy = false;  // an underlying PMPI request still refers to us
   bool queued = false;      // a receive waiting in the matcher (cancellable)
@@ -168,12 +196,22 @@ Request *request_create(ReqKind kind);
 void init_request(Request *r, P2PComm *c, const void *sbuf, void *rbuf, int count,
                   MPI_Datatype dtype, int peer, int tag);
 // The request behind handle, or nullptr for handles of the MPI library.
+// Safe without the engine lock (lane waits): the table only grows, in
+// storage that never moves, under the lock.
 Request *request_lookup(MPI_Request handle);
 // Returns the handle to the pool and destroys the request (now, or when its
 // underlying transfer completes).
 void request_release(Request *r);
 // Number of live mpix requests (0: every Wait/Test goes straight to PMPI).
+// Lane requests cached by threads count as live.
 int request_live();
+// A lane request (lane set, every other field as a new request's) from this
+// thread's cache, filled from a shared pool or, under the engine lock, from
+// new handles when empty. No shared lock in the steady state.
+Request *lane_request(ReqKind kind);
+// A concluded lane request back into this thread's cache (its handle stays
+// live in the table; request_lookup() finds it, inactive).
+void lane_request_recycle(Request *r);
 
 // Handles of MPIX_Isend_enqueue/MPIX_Irecv_enqueue on GPU streams
 // (mpix/enqueue.cc registers them): they complete only in stream order, so
