@@ -377,18 +377,21 @@ void P2PComm::arrived(const progress::Arrival &a) {
       tiny ? inline_payload(a) : 0);
   if (res.matched()) {
     receive_unqueued();
-    auto *r = reinterpret_cast<Request *>(res.partner);
-    if (a.h.kind == kEager && a.h.flags == 0 && r->host_capacity >= 0) {
-      // The streaming receiver's case: straight from the transport's buffer.
-      deliver_eager_host(r, a.source, a.h.tag, a.payload, a.h.bytes);
-      if (link_) link_->consumed(a.source, a.credit);
-      return;
-    }
-    Message m;
-    m.take_arrival(a);
-    deliver(r, m);
-    unexpected_consumed(m);
+    deliver_arrival(reinterpret_cast<Request *>(res.partner), a);
   }
+}
+
+void P2PComm::deliver_arrival(Request *r, const progress::Arrival &a) {
+  if (a.h.kind == kEager && a.h.flags == 0 && r->host_capacity >= 0) {
+    // The streaming receiver's case: straight from the transport's buffer.
+    deliver_eager_host(r, a.source, a.h.tag, a.payload, a.h.bytes);
+    if (link_) link_->consumed(a.source, a.credit);
+    return;
+  }
+  Message m;
+  m.take_arrival(a);
+  deliver(r, m);
+  unexpected_consumed(m);
 }
 
 Message *P2PComm::keep_arrival(const progress::Arrival &a) {

@@ -183,6 +183,8 @@ class P2PComm final : public CommState, public progress::ArrivalSink {
   // Sets r's host_capacity and host_lb (request.h) from its buffer and type:
   // every receive, however it starts (start_recv, MPI_Mrecv/MPI_Imrecv).
   void classify_receive(Request *r) const;
+  // Completes r with arrival a (matched to it), its payload read in place.
+  void deliver_arrival(Request *r, const progress::Arrival &a);
   // An eager payload into a receive classified as contiguous host memory.
   void deliver_eager_host(Request *r, int source, int tag, const char *payload, std::uint64_t bytes);
   bool cancel(Request *r);
@@ -249,10 +251,12 @@ class P2PComm final : public CommState, public progress::ArrivalSink {
   // MPI_Request_free of an active lane receive: completes into nothing.
   // False where it completed already (the caller concludes it).
   bool lane_free(Request *r);
-  // Lane messages taken in and engine envelopes ordered by a mark, so far.
-  std::uint64_t lane_messages() const;
-  std::uint64_t lane_marks() const;
-  std::uint64_t lane_inlined() const;
+  // Lane messages taken in, engine envelopes ordered by a mark, and
+  // unexpected lane messages kept inline, so far.
+  std::uint64_t lane_messages() const { return lane_count(&Lanes::Lane::messages); }
+  std::uint64_t lane_marks() const { return lane_count(&Lanes::Lane::marks); }
+  std::uint64_t lane_inlined() const { return lane_count(&Lanes::Lane::inlined); }
+  std::uint64_t lane_count(std::atomic<std::uint64_t> Lanes::Lane::*counter) const;
   // Whether a lane ring from another process holds messages not taken in.
   bool lane_inbound_waiting();
 

@@ -198,15 +198,7 @@ void P2PComm::lane_engine_arrival(const progress::Arrival &a) {
   l.lock.unlock();
   if (r->lane) engine_takes(r);
   else receive_unqueued();
-  if (a.h.kind == kEager && a.h.flags == 0 && r->host_capacity >= 0) {
-    deliver_eager_host(r, a.source, a.h.tag, a.payload, a.h.bytes);
-    if (link_) link_->consumed(a.source, a.credit);
-    return;
-  }
-  Message m;
-  m.take_arrival(a);
-  deliver(r, m);
-  unexpected_consumed(m);
+  deliver_arrival(r, a);
 }
 
 int P2PComm::lane_progress() {
@@ -282,17 +274,10 @@ void P2PComm::lane_mark_sent(int dest, const WireHeader &h) {
   if (matched) lane_mark(dest, h.tag);
 }
 
-std::uint64_t P2PComm::lane_messages() const {
+std::uint64_t P2PComm::lane_count(std::atomic<std::uint64_t> Lanes::Lane::*counter) const {
   std::uint64_t n = 0;
   if (lanes_)
-    for (int k = 0; k < lanes_->count(); ++k) n += lanes_->lane(k).messages.load(std::memory_order_relaxed);
-  return n;
-}
-
-std::uint64_t P2PComm::lane_inlined() const {
-  std::uint64_t n = 0;
-  if (lanes_)
-    for (int k = 0; k < lanes_->count(); ++k) n += lanes_->lane(k).inlined.load(std::memory_order_relaxed);
+    for (int k = 0; k < lanes_->count(); ++k) n += (lanes_->lane(k).*counter).load(std::memory_order_relaxed);
   return n;
 }
 
@@ -306,13 +291,6 @@ bool P2PComm::lane_inbound_waiting() {
     if (waiting) return true;
   }
   return false;
-}
-
-std::uint64_t P2PComm::lane_marks() const {
-  std::uint64_t n = 0;
-  if (lanes_)
-    for (int k = 0; k < lanes_->count(); ++k) n += lanes_->lane(k).marks.load(std::memory_order_relaxed);
-  return n;
 }
 
 // ---- either side ----
