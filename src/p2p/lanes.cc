@@ -79,14 +79,12 @@ P2PComm::KeyMatcher P2PComm::matcher_for(int source, int tag, bool take_in) {
 void P2PComm::lane_mark(int dest, int tag) {
   if (dest == rank_ || dest < 0) return;  // no ring to itself: its own messages are all the engine's
   Lanes::Lane &l = lanes_->lane(lanes_->lane_of(tag));
-  (void)tag;
   l.lock.lock();
   // Never waits for room (the peer may be waiting for this process): owed
   // where the ring is full, or where marks are owed already (in order).
   if (!lane_pay_marks(l, dest) || !l.node.send(dest, kLaneMark, &kMarkHeader, sizeof kMarkHeader, nullptr, 0)) {
     ++l.owed[static_cast<std::size_t>(dest)];
     l.owes = true;
-    lanes_->marks_owed.store(true, std::memory_order_release);
   }
   l.lock.unlock();
 }
@@ -203,7 +201,6 @@ void P2PComm::lane_engine_arrival(const progress::Arrival &a) {
 
 int P2PComm::lane_progress() {
   int n = 0;
-  bool owed = false;
   if (lanes_->handoffs_pending.exchange(false, std::memory_order_acq_rel)) {
     for (int k = 0; k < lanes_->count(); ++k) {
       Lanes::Lane &l = lanes_->lane(k);
@@ -223,12 +220,12 @@ int P2PComm::lane_progress() {
   }
   for (int k = 0; k < lanes_->count(); ++k) {
     Lanes::Lane &l = lanes_->lane(k);
-    if (!l.lock.try_lock()) continue;  // its holder takes the arrivals in
-    if (lanes_->marks_owed.load(std::memory_order_acquire)) owed |= !lane_pay_all_marks(l);
+    // (Its holder takes the arrivals in; owed marks wait for the next step.)
+    if (!l.lock.try_lock()) continue;
+    lane_pay_all_marks(l);
     n += lane_take_in(l, true);
     l.lock.unlock();
   }
-  if (!owed) lanes_->marks_owed.store(false, std::memory_order_release);
   return n;
 }
 

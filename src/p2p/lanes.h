@@ -104,8 +104,6 @@ class Lanes {
   std::size_t max_bytes() const { return max_bytes_; }
   // Set when a lane holds handoffs; cleared by the engine as it takes them.
   std::atomic<bool> handoffs_pending{false};
-  // Set when a lane owes marks; cleared by the engine once all are paid.
-  std::atomic<bool> marks_owed{false};
 
  private:
   Lanes() = default;
