@@ -16,6 +16,9 @@ namespace {
 // own request instead). Past the bound, a send's request waits for its
 // transfer, as natively.
 constexpr long kEagerDetachedMax = 4096;
+// Blocking eager sends up to this many bytes (envelope included) go by a
+// blocking PMPI_Send of the caller's bytes; larger ones from a copy (send_eager).
+constexpr std::size_t kBlockingEagerMax = 1024;
 long g_eager_detached = 0;  // under the engine lock
 TransportCounts g_counts;    // under the engine lock
 TransportStats g_stats;      // under the engine lock
@@ -162,7 +165,12 @@ int PmpiLink::send_eager(int dest, const WireHeader &h, const void *payload, std
   ++g_counts.sent;
   ++g_stats.eager_sent;
   const std::size_t total = sizeof h + n;
-  if (done == nullptr && dest != self_) {
+  // A blocking send straight from the caller's bytes only where the MPI
+  // library surely sends eagerly: a larger one may go by its rendezvous and
+  // wait, under the engine lock, for the peer to post a landing receive,
+  // which the peer's own blocked sender may keep it from doing (two threads
+  // of each rank sending 16 KB to each other hung; test/mpi/p2p/lanes).
+  if (done == nullptr && dest != self_ && total <= kBlockingEagerMax) {
     if (scratch_.size() < total) scratch_.resize(total);
     std::memcpy(scratch_.data(), &h, sizeof h);
     if (n > 0) std::memcpy(scratch_.data() + sizeof h, payload, n);
