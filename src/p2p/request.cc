@@ -167,6 +167,20 @@ void Request::finish(int source, int tag_, int error, MPI_Count bytes) {
   st_tag = tag_;
   st_error = error;
   st_bytes = bytes;
+  if (lane) {
+    // Its waiter holds no engine lock and may recycle it the moment the flag
+    // is set: everything else first, the flag last.
+    queued = false;
+    P2PComm *c = comm.get();
+    const bool engine_op = lane_engine;
+    if (user_freed && !inner_busy) {
+      request_release(this);
+    } else {
+      complete = true;
+    }
+    if (c != nullptr && engine_op) c->op_done();
+    return;
+  }
   complete = true;
   queued = false;
   if (watcher != nullptr) {
@@ -174,8 +188,7 @@ void Request::finish(int source, int tag_, int error, MPI_Count bytes) {
     watcher = nullptr;
     w->request_done(watch_cookie);
   }
-  // (Lane requests are not counted among the communicator's operations.)
-  if (comm && (!lane || lane_engine)) comm->op_done();
+  if (comm) comm->op_done();
   // MPI_Request_free'd while active: nobody will wait for it; this was the
   // last use.
   if (user_freed && !inner_busy) request_release(this);
