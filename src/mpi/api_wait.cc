@@ -4,7 +4,6 @@
 #include <vector>
 
 #include "api_common.h"
-#include "match/cpu_relax.h"
 #include "src/p2p/staged_native.h"
 #include "src/visibility.h"
 

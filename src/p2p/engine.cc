@@ -642,7 +642,7 @@ int P2PComm::recv(void *buf, int count, MPI_Datatype dtype, int source, int tag,
     begin_recv(q);
     region_collect(q);
   } else {
-    KeyMatcher km = matcher_for(source, tag);
+    KeyMatcher km = matcher_for(tag);
     const match::PostResult res = km->post_with(pattern_key(source, tag), [&] {
       Request *q = make();
       begin_recv(q);
@@ -704,7 +704,7 @@ int P2PComm::start_recv(Request *r) {
     region_collect(r);
     return MPI_SUCCESS;
   }
-  KeyMatcher km = matcher_for(r->peer, r->tag);
+  KeyMatcher km = matcher_for(r->tag);
   const match::PostResult res = km->post(pattern_key(r->peer, r->tag), reinterpret_cast<match::Cookie>(r));
   if (res.status == match::Status::kQueued) {
     r->queued = true;
@@ -865,7 +865,7 @@ bool P2PComm::transmit_single_copy(const void *buf, int count, MPI_Datatype dtyp
 bool P2PComm::cancel(Request *r) {
   if (lanes_) {
     // A lane's readers change queued, under its lock.
-    KeyMatcher km = matcher_for(r->peer, r->tag);
+    KeyMatcher km = matcher_for(r->tag);
     if (!r->queued || !km->cancel(r->match_handle)) return false;
     r->queued = false;
     if (r->lane) --km.lane()->waiting;
@@ -887,7 +887,7 @@ bool P2PComm::cancel(Request *r) {
 
 const Message *P2PComm::probe(int source, int tag) {
   region_flush();  // collected arrivals become visible
-  const match::ProbeResult res = matcher_for(source, tag, true)->probe(pattern_key(source, tag));
+  const match::ProbeResult res = matcher_for(tag, true)->probe(pattern_key(source, tag));
   if (res.found && is_inline(res.cookie)) {
     // (source, tag): an exact pattern, since only the exact modes inline.
     // Nothing else of probe_view_ is ever set.
@@ -901,7 +901,7 @@ const Message *P2PComm::probe(int source, int tag) {
 
 std::unique_ptr<Message> P2PComm::take(int source, int tag) {
   region_flush();
-  const match::ProbeResult res = matcher_for(source, tag, true)->take(pattern_key(source, tag));
+  const match::ProbeResult res = matcher_for(tag, true)->take(pattern_key(source, tag));
   std::unique_ptr<Message> m(res.found ? message_record(res.cookie, res.aux, source, tag) : nullptr);
   if (m) {
     unexpected_consumed(*m);

@@ -257,7 +257,8 @@ class P2PComm final : public CommState, public progress::ArrivalSink {
   std::uint64_t lane_marks() const { return lane_count(&Lanes::Lane::marks); }
   std::uint64_t lane_inlined() const { return lane_count(&Lanes::Lane::inlined); }
   std::uint64_t lane_count(std::atomic<std::uint64_t> Lanes::Lane::*counter) const;
-  // Whether a lane ring from another process holds messages not taken in.
+  // Whether a lane ring from another process holds messages not taken in,
+  // or a lane owes marks.
   bool lane_inbound_waiting();
 
   // progress::ArrivalSink: an envelope from the transport.
@@ -272,7 +273,7 @@ class P2PComm final : public CommState, public progress::ArrivalSink {
 
  private:
   // ---- lanes (lanes.cc) ----
-  // The matcher of (source, tag) with its lane's lock held until release()
+  // The matcher of a key of tag with its lane's lock held until release()
   // or the end of the scope (lanes), else matcher_ (the engine lock).
   class KeyMatcher {
    public:
@@ -293,7 +294,7 @@ class P2PComm final : public CommState, public progress::ArrivalSink {
     bool locked_ = true;
   };
   // take_in: a lane's ring messages taken in first (probes must see them).
-  KeyMatcher matcher_for(int source, int tag, bool take_in = false);
+  KeyMatcher matcher_for(int tag, bool take_in = false);
   // An engine envelope of a lane communicator: ordered after the lane
   // messages its sender sent before it, then matched in its lane.
   void lane_engine_arrival(const progress::Arrival &a);
@@ -306,6 +307,18 @@ class P2PComm final : public CommState, public progress::ArrivalSink {
   bool lane_pay_all_marks(Lanes::Lane &l);
   // l locked: an envelope that waited for its mark, matched now.
   void lane_match_early(Lanes::Lane &l, Message *e, bool engine_locked);
+  // l locked: one lane message m at the head of ring, taken in and popped.
+  void lane_take_message(Lanes::Lane &l, progress::shm::Ring &ring, const progress::shm::Message &m,
+                         bool engine_locked);
+  // l locked: the mark at the head of ring popped; the oldest envelope of
+  // early (from that ring's sender) matched there. False where none waited.
+  bool lane_pass_mark(Lanes::Lane &l, progress::shm::Ring &ring, std::deque<Message *> &early,
+                      bool engine_locked);
+  // A record of arrival a whose eager payload was copied: its credit given
+  // back now, so that a lane receive can take it without the engine.
+  Message *keep_arrival_paid(const progress::Arrival &a);
+  // A try of the engine lock and a progress step, where due.
+  static void lane_engine_step(bool due);
   // Takes lane l's ring messages in, each ring up to a mark (l locked).
   int lane_take_in(Lanes::Lane &l, bool engine_locked);
   void lane_arrival(Lanes::Lane &l, const LaneHeader &h, const void *payload, std::size_t bytes, bool engine_locked);

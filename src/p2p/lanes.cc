@@ -42,7 +42,7 @@ std::unique_ptr<Lanes> Lanes::create(MPI_Comm comm, int lanes, unsigned shift) {
   int size = 1, rank = 0;
   PMPI_Comm_size(comm, &size);
   PMPI_Comm_rank(comm, &rank);
-  std::unique_ptr<Lanes> l(new Lanes());  // NOLINT: the constructor is private
+  auto l = std::make_unique<Lanes>();
   l->shift_ = shift;
   int ok = 1;
   for (int k = 0; k < lanes; ++k) {
@@ -67,12 +67,11 @@ std::unique_ptr<Lanes> Lanes::create(MPI_Comm comm, int lanes, unsigned shift) {
 
 // ---- the engine's side (engine lock held) ----
 
-P2PComm::KeyMatcher P2PComm::matcher_for(int source, int tag, bool take_in) {
+P2PComm::KeyMatcher P2PComm::matcher_for(int tag, bool take_in) {
   if (!lanes_) return KeyMatcher(matcher_.get(), nullptr);
   Lanes::Lane &l = lanes_->lane(lanes_->lane_of(tag));
   l.lock.lock();
   if (take_in) lane_take_in(l, true);
-  (void)source;
   return KeyMatcher(&l.matcher, &l);
 }
 
@@ -136,32 +135,13 @@ void P2PComm::lane_engine_arrival(const progress::Arrival &a) {
     marked = false;
     progress::shm::Message m{};
     while (!marked && ring->peek(&m)) {
-      if (m.id != kLaneMark) {
-        LaneHeader h;
-        std::memcpy(&h, m.header, sizeof h);
-        lane_arrival(l, h, m.data, m.bytes, true);
-        ring->pop();
-        continue;
-      }
-      ring->pop();
-      l.marks.store(l.marks.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
-      if (early.empty()) {
-        marked = true;
-      } else {
-        Message *e = early.front();
-        early.pop_front();
-        lane_match_early(l, e, true);
-      }
+      if (m.id != kLaneMark) lane_take_message(l, *ring, m, true);
+      else marked = !lane_pass_mark(l, *ring, early, true);  // no earlier envelope waits: ours
     }
     if (!marked) {
-      // Before its mark: it waits in the lane, its payload kept (credit
-      // given back), and is matched when a reader reaches the mark.
-      Message *e = keep_arrival(a);
-      if (e->kind == kEager && link_) {
-        link_->consumed(e->source, e->credit);
-        e->credit = 0;
-      }
-      early.push_back(e);
+      // Before its mark: it waits in the lane, and is matched when a reader
+      // reaches the mark.
+      early.push_back(keep_arrival_paid(a));
       l.lock.unlock();
       return;
     }
@@ -179,12 +159,7 @@ void P2PComm::lane_engine_arrival(const progress::Arrival &a) {
           b.credit = 0;
           return inline_cookie(b);
         }
-        Message *m = keep_arrival(a);
-        if (m->kind == kEager && link_) {
-          link_->consumed(m->source, m->credit);
-          m->credit = 0;
-        }
-        return reinterpret_cast<match::Cookie>(m);
+        return reinterpret_cast<match::Cookie>(keep_arrival_paid(a));
       },
       tiny ? inline_payload(a) : 0);
   if (!res.matched()) {
@@ -292,6 +267,40 @@ bool P2PComm::lane_inbound_waiting() {
 
 // ---- either side ----
 
+void P2PComm::lane_take_message(Lanes::Lane &l, progress::shm::Ring &ring, const progress::shm::Message &m,
+                                bool engine_locked) {
+  LaneHeader h;
+  std::memcpy(&h, m.header, sizeof h);
+  lane_arrival(l, h, m.data, m.bytes, engine_locked);
+  ring.pop();
+}
+
+bool P2PComm::lane_pass_mark(Lanes::Lane &l, progress::shm::Ring &ring, std::deque<Message *> &early,
+                             bool engine_locked) {
+  ring.pop();
+  l.marks.store(l.marks.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+  if (early.empty()) return false;
+  Message *e = early.front();
+  early.pop_front();
+  lane_match_early(l, e, engine_locked);
+  return true;
+}
+
+Message *P2PComm::keep_arrival_paid(const progress::Arrival &a) {
+  Message *m = keep_arrival(a);
+  if (m->kind == kEager && link_) {
+    link_->consumed(m->source, m->credit);
+    m->credit = 0;
+  }
+  return m;
+}
+
+void P2PComm::lane_engine_step(bool due) {
+  if (!due) return;
+  progress::EngineLock lock(engine_mutex(), std::try_to_lock);
+  if (lock.owns_lock()) progress_poll();
+}
+
 int P2PComm::lane_take_in(Lanes::Lane &l, bool engine_locked) {
   int n = 0;
   progress::shm::Message m{};
@@ -299,22 +308,10 @@ int P2PComm::lane_take_in(Lanes::Lane &l, bool engine_locked) {
     progress::shm::Ring &ring = l.node.in_ring(i);
     auto &early = l.early[static_cast<std::size_t>(l.node.in_source(i))];
     for (int b = 0; b < kLaneBudget && ring.peek(&m); ++b) {
-      if (m.id == kLaneMark) {
-        // The engine's envelope goes here: matched now if it came, else
-        // whoever takes it in matches it at this mark.
-        if (early.empty()) break;
-        ring.pop();
-        l.marks.store(l.marks.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
-        Message *e = early.front();
-        early.pop_front();
-        lane_match_early(l, e, engine_locked);
-        ++n;
-        continue;
-      }
-      LaneHeader h;
-      std::memcpy(&h, m.header, sizeof h);
-      lane_arrival(l, h, m.data, m.bytes, engine_locked);
-      ring.pop();
+      // At a mark the engine's envelope goes: matched now if it came, else
+      // whoever takes it in matches it there.
+      if (m.id == kLaneMark && (early.empty() || !lane_pass_mark(l, ring, early, engine_locked))) break;
+      if (m.id != kLaneMark) lane_take_message(l, ring, m, engine_locked);
       ++n;
     }
   }
@@ -395,10 +392,7 @@ bool P2PComm::lane_send(const void *buf, int count, MPI_Datatype dtype, int dest
     if (!sent) lane_take_in(l, false);
     l.lock.unlock();
     if (sent) return true;
-    if (tries % kLaneSpinsPerEngineStep == 0) {
-      progress::EngineLock lock(engine_mutex(), std::try_to_lock);
-      if (lock.owns_lock()) progress_poll();
-    }
+    lane_engine_step(tries % kLaneSpinsPerEngineStep == 0);
     cpu_relax();
   }
 }
@@ -461,10 +455,12 @@ bool P2PComm::lane_test(Request *r) {
     l.lock.unlock();
   }
   if (r->complete) return true;
-  // The engine's part: handed-over receives, rendezvous data, envelopes
-  // behind a mark. Whoever holds the engine lock does it meanwhile.
-  progress::EngineLock lock(engine_mutex(), std::try_to_lock);
-  if (lock.owns_lock()) progress_poll();
+  // The engine's part (handed-over receives, rendezvous data, envelopes
+  // behind a mark): every so many tests, not on each, or threads testing
+  // side by side would take turns on the engine lock again.
+  static thread_local unsigned tests = 0;
+  lane_engine_step(++tests % kLaneSpinsPerEngineStep == 0 ||
+                   lanes_->handoffs_pending.load(std::memory_order_acquire));
   return r->complete;
 }
 
@@ -480,8 +476,7 @@ void P2PComm::lane_wait(Request *r) {
     }
     if (r->complete) return;
     if (n == 0 && (++idle % kLaneSpinsPerEngineStep == 0 || lanes_->handoffs_pending.load(std::memory_order_acquire))) {
-      progress::EngineLock lock(engine_mutex(), std::try_to_lock);
-      if (lock.owns_lock()) progress_poll();
+      lane_engine_step(true);
     } else if (n == 0) {
       cpu_relax();
     }

@@ -67,6 +67,7 @@ struct LaneHeader {
 
 class Lanes {
  public:
+  Lanes() = default;  // empty: create() makes them
   // Collective over comm (a communicator of the members, for set-up
   // traffic). nullptr (everywhere) where some member is on another node or
   // the rings could not be made. lanes: MPIX_LANES; shift: MPIX_LANE_TAG_SHIFT.
@@ -106,7 +107,6 @@ class Lanes {
   std::atomic<bool> handoffs_pending{false};
 
  private:
-  Lanes() = default;
   std::vector<std::unique_ptr<Lane>> lanes_;
   unsigned shift_ = 0;
   std::size_t max_bytes_ = 0;
