@@ -68,6 +68,20 @@ constexpr Field pow2() {
           [](const Config &c) { return num(c.*M); }};
 }
 
+// An integer in [Lo, Hi], or "auto" (stored as -1: resolved at MPI_Init,
+// where the thread level is known).
+template <auto M, long Lo, long Hi>
+constexpr Field integer_or_auto() {
+  return {[](Config &c, const char *s) {
+            long v = 0;
+            if (std::strcmp(s, "auto") == 0) v = -1;
+            else if (!parse_long(s, Lo, Hi, &v)) return false;
+            c.*M = static_cast<std::remove_reference_t<decltype(c.*M)>>(v);
+            return true;
+          },
+          [](const Config &c) { return c.*M < 0 ? word("auto") : num(static_cast<long>(c.*M)); }};
+}
+
 // A setting spelled as words; aliases map to one value, which MPI_T shows
 // as the first word naming it (or as the number, where the words are
 // numbers).
@@ -369,15 +383,22 @@ const ConfigVar kVars[] = {
         "(membarrier(2), microseconds) and the application earns it back after 4096 acquisitions. Never biased "
         "where membarrier is refused or under ThreadSanitizer",
         words<&Config::lock_bias, kOnOffWords>()),
-    row("MPIX_LANES", "0", "0 .. 64",
+    row("MPIX_LANES", "auto", "auto or 0 .. 64",
         "lanes per no-wildcard communicator whose members share a node: each lane its own lock, matcher and "
-        "shared-memory rings, so that threads of an MPI_THREAD_MULTIPLE program whose tags fall in different "
-        "lanes send and match small messages side by side without the engine lock; 0: off (one engine lock)",
-        integer<&Config::lanes, 0, 64>()),
+        "shared-memory rings, so that small contiguous host messages are sent and matched without the engine lock "
+        "and threads of an MPI_THREAD_MULTIPLE program whose tags fall in different lanes do so side by side; "
+        "auto: 4 at MPI_THREAD_MULTIPLE, 1 below it, none where MPIX_SHM_RING is off or over the pmpi transport; 0: "
+        "off (one engine lock)",
+        integer_or_auto<&Config::lanes, 0, 64>()),
     row("MPIX_LANE_TAG_SHIFT", "6", "0 .. 30",
         "a tag's lane is (tag >> this) % MPIX_LANES: blocks of 2^this consecutive tags share a lane, so a thread "
         "that uses its own block of tags keeps to its own lane",
         integer<&Config::lane_tag_shift, 0, 30>()),
+    row("MPIX_LANE_EAGER_LIMIT", "1024", "0 .. 16376",
+        "bytes up to which a standard send of contiguous host data goes through its lane's ring, and a receive "
+        "into a contiguous host buffer is posted in its lane (MPIX_LANES); larger ones go through the engine, whose "
+        "shared-memory rings stream 2-8 KiB messages faster (bench/RESULTS.md, 26th session)",
+        integer<&Config::lane_eager_limit, 0, 16376>()),
     row("MPIX_LINK_CHECK", "off", "off or defer",
         "testing: defer: every eager send handed to the transport with a completion is held and its payload read "
         "only at the next progress step, so code that reuses a send's memory before the send completed sends "

@@ -68,6 +68,7 @@ struct Config {
   bool lock_bias;             // MPIX_LOCK_BIAS: on or off
   long lanes;                 // MPIX_LANES
   long lane_tag_shift;        // MPIX_LANE_TAG_SHIFT
+  long lane_eager_limit;      // MPIX_LANE_EAGER_LIMIT
 };
 
 // A setting's value in force, as MPI_T control variables show it: a number,

@@ -1,6 +1,7 @@
 // Communicator constructors and destructors: where a communicator becomes
 // handled (its assertions, or MPIX_INTERCEPT=all) and where its engine is
 // drained and detached.
+#include <cstdio>
 #include <vector>
 
 #include "api_common.h"
@@ -202,7 +203,15 @@ MPIX_INTERCEPT int MPI_Comm_set_info(MPI_Comm comm, MPI_Info info) {
 MPIX_INTERCEPT int MPI_Comm_get_info(MPI_Comm comm, MPI_Info *info_used) {
   const int rc = PMPI_Comm_get_info(comm, info_used);
   if (rc != MPI_SUCCESS) return rc;
-  if (auto c = lookup(comm)) hints_to_info(c->hints(), *info_used);
+  if (auto c = lookup(comm)) {
+    hints_to_info(c->hints(), *info_used);
+    // How a program (or its test) sees that mpix gave the communicator lanes.
+    if (const p2p::Lanes *lanes = c->lanes()) {
+      char count[16];
+      std::snprintf(count, sizeof count, "%d", lanes->count());
+      PMPI_Info_set(*info_used, "mpix_lanes", count);
+    }
+  }
   return MPI_SUCCESS;
 }
 

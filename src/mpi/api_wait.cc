@@ -151,6 +151,7 @@ int lane_conclude(int count, MPI_Request reqs[], Request *rs[], MPI_Status statu
 }
 
 bool lane_waitall(int count, MPI_Request reqs[], MPI_Status statuses[], bool in_array, int *rc) {
+  const LaneCallerScope inside;
   Request *rs[kLaneArrayMax];
   if (!lane_array(count, reqs, rs)) return false;
   for (int i = 0; i < count; ++i)
@@ -161,6 +162,7 @@ bool lane_waitall(int count, MPI_Request reqs[], MPI_Status statuses[], bool in_
 }
 
 bool lane_testall(int count, MPI_Request reqs[], int *flag, MPI_Status statuses[], bool in_array, int *rc) {
+  const LaneCallerScope inside;
   Request *rs[kLaneArrayMax];
   if (!lane_array(count, reqs, rs)) return false;
   *rc = MPI_SUCCESS;

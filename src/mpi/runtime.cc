@@ -2,6 +2,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 
 #include "device/gpu.h"
 #include "device/memtype.h"
@@ -111,6 +112,10 @@ void print_statistics(const char *transport, const progress::TransportStats &t) 
   if (const p2p::LockWaitStats w = p2p::lock_wait_stats(); w.waits > 0)
     std::fprintf(stderr, "[mpix] rank %d: engine lock found taken %llu times, %.3f ms waited in all (all threads)\n",
                  rt.world_rank, static_cast<unsigned long long>(w.waits), static_cast<double>(w.wait_ns) / 1e6);
+  if (const p2p::MatchTotals m = [] { auto lock = p2p::engine_lock(); return p2p::match_totals(); }();
+      m.lane_messages + m.lane_marks > 0)
+    std::fprintf(stderr, "[mpix] rank %d: lanes: messages %llu, marks %llu\n", rt.world_rank,
+                 static_cast<unsigned long long>(m.lane_messages), static_cast<unsigned long long>(m.lane_marks));
   const p2p::RegionBatchStats s = p2p::region_batch_stats();
   if (s.batches == 0 && s.sequential == 0 && s.direct == 0) return;
   std::fprintf(stderr,
@@ -133,6 +138,20 @@ void stop_threads_at_exit() {
   if (!runtime_active()) return;
   progress::thread_stop();
   p2p::liveness_stop();
+}
+
+// MPIX_LANES=auto. One thread gains from a lane what the engine lock and
+// request table cost a small message (RESULTS.md, 25th-26th sessions);
+// more lanes only give it more rings to poll. Threads need lanes of their
+// own to match side by side: 4 carry 4 threads at 4.5x one (the threads
+// benchmark), each lane a ring per peer. MPIX_SHM_RING=off asks for every
+// message to go through the transport, so no lanes then. Nor over pmpi: a
+// flood of buffered sends held back by its credits against lane receives
+// hung there (test/mpi/p2p/flood with MPIX_UNEXPECTED_LIMIT=65536; not
+// understood yet, bench/RESULTS.md, 26th session).
+long auto_lanes(const Config &c, int thread_provided, const char *transport) {
+  if (!c.shm_ring || std::strcmp(transport, "pmpi") == 0) return 0;
+  return thread_provided == MPI_THREAD_MULTIPLE ? 4 : 1;
 }
 
 }  // namespace
@@ -166,7 +185,6 @@ int runtime_start(int thread_provided, int thread_underlying) {
   p2p_config.verbose = rt.config.verbose;
   p2p_config.lock_spins = static_cast<int>(rt.config.lock_spins);
   p2p::p2p_configure(p2p_config);
-  p2p::lanes_configure(static_cast<int>(rt.config.lanes), static_cast<unsigned>(rt.config.lane_tag_shift));
   p2p::region_batch_configure(static_cast<std::size_t>(rt.config.gpu_match_threshold),
                               static_cast<std::size_t>(rt.config.region_batch_min));
   p2p::GpuConfig gpu_config;
@@ -211,6 +229,9 @@ int runtime_start(int thread_provided, int thread_underlying) {
   }
   if (why[0] != '\0' && rt.config.verbose >= 1 && rt.world_rank == 0)
     std::fprintf(stderr, "[mpix] transport: pmpi (UCX not used: %s)\n", why);
+  if (rt.config.lanes < 0) rt.config.lanes = auto_lanes(rt.config, thread_provided, progress::transport_name());
+  p2p::lanes_configure(static_cast<int>(rt.config.lanes), static_cast<unsigned>(rt.config.lane_tag_shift),
+                       static_cast<std::size_t>(rt.config.lane_eager_limit));
   progress::single_copy_start(rt.config.single_copy, static_cast<std::size_t>(rt.config.single_copy_min),
                               rt.config.verbose);
   rc = p2p::p2p_start(rt.config.intercept_all);

@@ -72,8 +72,8 @@ std::vector<std::shared_ptr<P2PComm>> &attached() {
   return v.get();
 }
 
-// Detached lane communicators whose lane receives were still waiting: kept
-// (their rings too) until MPI_Finalize.
+// Detached lane communicators, kept (their rings too) until no thread is in
+// a lane's lock-free wait or test.
 std::vector<std::shared_ptr<P2PComm>> &lingering() {
   static Immortal<std::vector<std::shared_ptr<P2PComm>>> v;
   return v.get();
@@ -298,7 +298,7 @@ int P2PComm::attach(MPI_Comm comm, bool wildcards, progress::EngineLock &lock) {
     // the link: an envelope must never find the communicator without the
     // lanes its sender has.
     lock.unlock();
-    lanes_ = Lanes::create(ctrl_, lanes_configured(), lanes_tag_shift());
+    lanes_ = Lanes::create(ctrl_, lanes_configured(), lanes_tag_shift(), lanes_eager_limit());
     relock(lock);
   }
   // Arrivals may come in as soon as the link exists: the matcher is ready.
@@ -1043,9 +1043,10 @@ void P2PComm::detach() {
     gone.lane_messages += lane_messages();
     gone.lane_marks += lane_marks();
     gone.unexpected_inline += lane_inlined();
-    // Lane receives still waiting complete through the rings, which live as
-    // long as this: it stays until MPI_Finalize then.
-    if (!lane_detach()) lingering().push_back(self());
+    // Idle (release_when_idle), but a thread in MPI_Wait on a lane request
+    // that just completed may still be in a lane: kept a while.
+    lane_detach();
+    lingering().push_back(self());
   }
   if (matcher_) {
     const match::Stats s = matcher_->stats();
@@ -1079,7 +1080,12 @@ int P2PComm::next_data_tag(int dest) {
 
 void P2PComm::release_when_idle() {
   freed_ = true;
-  if (live_ops_ == 0) detach();
+  if (live_ops_ > 0) return;  // the last one's op_done asks for the detach
+  // A freed communicator's lane receives still wait for messages that may
+  // come through its link, and its owed marks must still go: attached until
+  // its lanes are idle.
+  if (lanes_idle()) detach();
+  else detach_requested_ = true;
 }
 
 void drain(progress::EngineLock &lock) {
@@ -1118,8 +1124,6 @@ void drain(progress::EngineLock &lock) {
 bool lanes_inbound_waiting() {
   for (const auto &c : attached())
     if (c->lane_inbound_waiting()) return true;
-  for (const auto &c : lingering())
-    if (c->lane_inbound_waiting()) return true;
   return false;
 }
 
@@ -1156,12 +1160,13 @@ int progress_poll() {
     // against every arrival the transport just handed up.
     if (comms[i]->region_pending()) n += comms[i]->region_progress();
   }
-  // Freed lane communicators whose lane receives still wait.
-  for (const auto &c : lingering()) n += c->lane_progress();
+  // Detached lane communicators: kept while a thread may still be in one
+  // of their lanes (LaneCallerScope).
+  if (!lingering().empty() && lane_callers_none()) lingering().clear();
   // Freed communicators whose last operation just ended.
   auto &v = attached();
   for (std::size_t i = 0; i < v.size();) {
-    if (v[i]->detach_requested()) v[i]->detach();  // erases v[i]
+    if (v[i]->detach_requested() && v[i]->lanes_idle()) v[i]->detach();  // erases v[i]
     else ++i;
   }
   // MPI's progress rule covers the application's traffic on communicators

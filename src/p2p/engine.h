@@ -214,6 +214,9 @@ class P2PComm final : public CommState, public progress::ArrivalSink {
     if (--live_ops_ == 0 && freed_) detach_requested_ = true;
   }
   bool detach_requested() const { return detach_requested_; }
+  // No lane receive waits, no hand-over or mark is pending (true without
+  // lanes): a freed communicator is detached only then.
+  bool lanes_idle();
 
   // The link's own polling (the pmpi transport's landing receives).
   int poll_link() { return link_ ? link_->poll() : 0; }

@@ -2,12 +2,15 @@
 // sends and receives, and the engine's side of a lane communicator.
 #include "lanes.h"
 
+#include <algorithm>
 #include <cstring>
+#include <mutex>
 
 #include "device/memtype.h"
 #include "engine.h"
 #include "match/cpu_relax.h"
 #include "progress/datatype.h"
+#include "progress/immortal.h"
 #include "unexpected.h"
 
 namespace mpix::p2p {
@@ -17,6 +20,7 @@ using match::cpu_relax;
 namespace {
 int g_lanes = 0;
 unsigned g_tag_shift = 6;
+std::size_t g_eager_limit = 1024;
 // Idle polls of a lane wait between engine progress steps: the engine
 // completes what a lane cannot (rendezvous, handed-over receives, the
 // envelopes behind a mark), but a waiter that took the engine lock on every
@@ -30,14 +34,54 @@ constexpr int kLaneBudget = 32;  // messages of one ring per take-in
 constexpr LaneHeader kMarkHeader{-1, -1};  // a mark carries nothing: the lane and sender say it all
 }  // namespace
 
-void lanes_configure(int lanes, unsigned tag_shift) {
+namespace {
+// Each thread's own count (its own cache line: a wait costs a store, not a
+// shared atomic); the rare destroyer reads them all.
+struct alignas(64) LaneCaller {
+  std::atomic<int> inside{0};
+};
+std::mutex g_callers_mu;
+std::vector<std::shared_ptr<LaneCaller>> &lane_callers() {
+  static Immortal<std::vector<std::shared_ptr<LaneCaller>>> v;
+  return v.get();
+}
+thread_local std::shared_ptr<LaneCaller> t_lane_caller;
+}  // namespace
+
+LaneCallerScope::LaneCallerScope() {
+  if (!t_lane_caller) {
+    t_lane_caller = std::make_shared<LaneCaller>();
+    std::lock_guard<std::mutex> g(g_callers_mu);
+    lane_callers().push_back(t_lane_caller);
+  }
+  // seq_cst: before this thread reads a request's completion flag, so a
+  // destroyer that saw the flag set and then this count at 0 knows the
+  // thread will see the flag and not touch the lanes.
+  t_lane_caller->inside.store(t_lane_caller->inside.load(std::memory_order_relaxed) + 1, std::memory_order_seq_cst);
+}
+
+LaneCallerScope::~LaneCallerScope() {
+  t_lane_caller->inside.store(t_lane_caller->inside.load(std::memory_order_relaxed) - 1, std::memory_order_release);
+}
+
+bool lane_callers_none() {
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  std::lock_guard<std::mutex> g(g_callers_mu);
+  for (const auto &c : lane_callers())
+    if (c->inside.load(std::memory_order_seq_cst) != 0) return false;
+  return true;
+}
+
+void lanes_configure(int lanes, unsigned tag_shift, std::size_t eager_limit) {
   g_lanes = lanes;
   g_tag_shift = tag_shift;
+  g_eager_limit = eager_limit;
 }
 int lanes_configured() { return g_lanes; }
 unsigned lanes_tag_shift() { return g_tag_shift; }
+std::size_t lanes_eager_limit() { return g_eager_limit; }
 
-std::unique_ptr<Lanes> Lanes::create(MPI_Comm comm, int lanes, unsigned shift) {
+std::unique_ptr<Lanes> Lanes::create(MPI_Comm comm, int lanes, unsigned shift, std::size_t eager_limit) {
   if (lanes <= 0) return nullptr;
   int size = 1, rank = 0;
   PMPI_Comm_size(comm, &size);
@@ -61,7 +105,7 @@ std::unique_ptr<Lanes> Lanes::create(MPI_Comm comm, int lanes, unsigned shift) {
     lane->early.resize(static_cast<std::size_t>(size));
     lane->owed.assign(static_cast<std::size_t>(size), 0);
   }
-  l->max_bytes_ = l->lanes_.front()->node.capacity() - sizeof(LaneHeader);
+  l->max_bytes_ = std::min(l->lanes_.front()->node.capacity() - sizeof(LaneHeader), eager_limit);
   return l;
 }
 
@@ -211,14 +255,21 @@ void P2PComm::engine_takes(Request *r) {
   op_started();
 }
 
-bool P2PComm::lane_detach() {
+bool P2PComm::lanes_idle() {
+  if (!lanes_) return true;
   for (int k = 0; k < lanes_->count(); ++k) {
     Lanes::Lane &l = lanes_->lane(k);
     l.lock.lock();
-    const bool busy = l.waiting > 0 || !l.handoffs.empty();
+    // Owed marks too: a peer's engine envelope waits for each of them.
+    const bool busy = l.waiting > 0 || !l.handoffs.empty() || l.owes;
     l.lock.unlock();
     if (busy) return false;
   }
+  return true;
+}
+
+bool P2PComm::lane_detach() {
+  if (!lanes_idle()) return false;
   // Messages nobody received (erroneous, or cancelled work): reclaimed, and
   // the transport told to drop what it keeps for them.
   for (int k = 0; k < lanes_->count(); ++k) {
@@ -400,7 +451,12 @@ bool P2PComm::lane_send(const void *buf, int count, MPI_Datatype dtype, int dest
 Request *P2PComm::lane_irecv(void *buf, int count, MPI_Datatype dtype, int source, int tag) {
   if (!lanes_ || source == rank_ || source < 0 || progress::common_type_size(dtype) <= 0) return nullptr;
   const progress::Layout lay = progress::layout_of(dtype, count);
-  if (!lay.contiguous || (lay.bytes > 0 && device::device_of(buf) >= 0)) return nullptr;
+  // A receive larger than a lane message waits for the engine's messages
+  // (rendezvous, single copy): posted through the engine it is completed
+  // there, without a hand-over from the lane to the next progress step.
+  if (!lay.contiguous || static_cast<std::size_t>(lay.bytes) > lanes_->max_bytes() ||
+      (lay.bytes > 0 && device::device_of(buf) >= 0))
+    return nullptr;
   Request *r = lane_request(ReqKind::kRecv);
   r->rbuf = buf;
   r->count = count;

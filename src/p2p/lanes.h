@@ -70,8 +70,9 @@ class Lanes {
   Lanes() = default;  // empty: create() makes them
   // Collective over comm (a communicator of the members, for set-up
   // traffic). nullptr (everywhere) where some member is on another node or
-  // the rings could not be made. lanes: MPIX_LANES; shift: MPIX_LANE_TAG_SHIFT.
-  static std::unique_ptr<Lanes> create(MPI_Comm comm, int lanes, unsigned shift);
+  // the rings could not be made. lanes: MPIX_LANES; shift: MPIX_LANE_TAG_SHIFT;
+  // eager_limit: MPIX_LANE_EAGER_LIMIT (less where the ring cannot carry it).
+  static std::unique_ptr<Lanes> create(MPI_Comm comm, int lanes, unsigned shift, std::size_t eager_limit);
 
   // A receive matched in a lane that only the engine can complete: the
   // receive and the message (owned) it met.
@@ -112,10 +113,24 @@ class Lanes {
   std::size_t max_bytes_ = 0;
 };
 
-// MPIX_LANES and MPIX_LANE_TAG_SHIFT, set at MPI_Init (src/config.cc).
-void lanes_configure(int lanes, unsigned tag_shift);
+// A thread inside a lock-free wait or test of lane requests (MPI_Wait and
+// friends) may still touch the lanes of a request that has just completed,
+// whose communicator may have been freed meanwhile: a freed lane
+// communicator is destroyed only while no thread is inside one.
+class LaneCallerScope {
+ public:
+  LaneCallerScope();
+  ~LaneCallerScope();
+  LaneCallerScope(const LaneCallerScope &) = delete;
+  LaneCallerScope &operator=(const LaneCallerScope &) = delete;
+};
+bool lane_callers_none();
+
+// MPIX_LANES, MPIX_LANE_TAG_SHIFT and MPIX_LANE_EAGER_LIMIT, set at MPI_Init (src/config.cc).
+void lanes_configure(int lanes, unsigned tag_shift, std::size_t eager_limit);
 int lanes_configured();
 unsigned lanes_tag_shift();
+std::size_t lanes_eager_limit();
 
 }  // namespace mpix::p2p
 

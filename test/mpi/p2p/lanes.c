@@ -16,10 +16,12 @@
  * MPI_Request_free of lane receives; Waitany/Testsome over lane requests;
  * Sendrecv and messages to oneself.
  *
- * mpix carried it: with MPIX_LANES set, mpix_lane_messages and
- * mpix_lane_marks must both rise (summed over ranks); without, the test
- * still runs and says "lanes off". Skipped where MPI_THREAD_MULTIPLE is not
- * provided. */
+ * mpix carried it: the communicator must have the lanes MPIX_LANES
+ * promises (4 for auto, the default, at MPI_THREAD_MULTIPLE; none where
+ * MPIX_SHM_RING is off or over pmpi), as MPI_Comm_get_info's mpix_lanes says, and with
+ * lanes mpix_lane_messages and mpix_lane_marks must both rise (summed over
+ * ranks); with none the test still runs and says "lanes off". Skipped
+ * where MPI_THREAD_MULTIPLE is not provided. */
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,10 +39,11 @@ static pthread_mutex_t err_lock = PTHREAD_MUTEX_INITIALIZER;
 
 /* Message w of a window: its size in ints and how it is sent. */
 enum { PLAIN, SYNC, STRIDED, BLOCKING };
-/* Ints: lane sizes, around the lane limit (a quarter of a 64 KiB ring, less
+/* Ints: lane sizes, around the default lane limit (MPIX_LANE_EAGER_LIMIT,
+ * 1 KiB), around the most a lane carries (a quarter of a 64 KiB ring, less
  * headers: 16 KiB), engine eager, and now and then a rendezvous or single
  * copy (280 KB). */
-static const int sizes[] = {1, 2, 3, 16, 100, 1000, 4000, 4080, 4090, 4100, 4200, 20000};
+static const int sizes[] = {1, 2, 3, 16, 100, 255, 256, 257, 1000, 4000, 4080, 4090, 4100, 4200, 20000};
 #define NSIZES ((int)(sizeof sizes / sizeof sizes[0]))
 #define LARGE 70000
 static int ints_of(int it, int w) { return (it + w) % 29 == 0 ? LARGE : sizes[(it * 7 + w * 5) % NSIZES]; }
@@ -234,6 +237,27 @@ static void semantics(void) {
   MPI_Comm_free(&pair);
 }
 
+/* What MPIX_LANES promises a communicator of one node at
+ * MPI_THREAD_MULTIPLE: its number, or for auto (the default) 4, none
+ * where MPIX_SHM_RING is off or the transport is pmpi. */
+static int expected_lanes(void) {
+  const char *lanes = getenv("MPIX_LANES"), *rings = getenv("MPIX_SHM_RING"), *transport = getenv("MPIX_TRANSPORT");
+  if (lanes != NULL && strcmp(lanes, "auto") != 0) return atoi(lanes);
+  if (rings != NULL && (strcmp(rings, "off") == 0 || strcmp(rings, "0") == 0)) return 0;
+  if (transport != NULL && strcmp(transport, "pmpi") == 0) return 0;
+  return 4;
+}
+
+static int comm_lanes(MPI_Comm c) {
+  MPI_Info info;
+  char value[MPI_MAX_INFO_VAL + 1] = "";
+  int flag = 0;
+  MPI_Comm_get_info(c, &info);
+  MPI_Info_get(info, "mpix_lanes", MPI_MAX_INFO_VAL, value, &flag);
+  MPI_Info_free(&info);
+  return flag ? atoi(value) : 0;
+}
+
 int main(int argc, char **argv) {
   int provided = 0;
   MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
@@ -246,10 +270,11 @@ int main(int argc, char **argv) {
   if (getenv("LANES_THREADS")) nthreads = atoi(getenv("LANES_THREADS"));
   if (getenv("LANES_ITERS")) iters = atoi(getenv("LANES_ITERS"));
   if (nthreads < 1 || nthreads > MAX_THREADS) nthreads = 4;
-  const char *lanes = getenv("MPIX_LANES");
-  const int lanes_on = lanes != NULL && atoi(lanes) > 0;
   MPIX_Comm_dup_nowildcard(MPI_COMM_WORLD, &comm);
   mtest_check_handled(comm, "the no-wildcard duplicate");
+  const int expected = expected_lanes(), lanes = comm_lanes(comm), lanes_on = lanes > 0;
+  MTEST_CHECK(lanes == expected, "the communicator has %d lanes (MPI_Comm_get_info's mpix_lanes), expected %d",
+              lanes, expected);
   MPI_Type_create_resized(MPI_INT, 0, 2 * (MPI_Aint)sizeof(int), &strided);
   MPI_Type_commit(&strided);
   mtest_pvar_t messages = mtest_pvar_open("mpix_lane_messages"), marks = mtest_pvar_open("mpix_lane_marks");
