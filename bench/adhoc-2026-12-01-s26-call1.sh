@@ -8,9 +8,10 @@
 #     rounds (native: 1-2 threads);
 # (3) bench_matching_rate, unexpected queue 1K-16K, average and worst order,
 #     and inside a region at 16K-64K (-R), 2 rounds.
-# The bundle carries only the host library built on the VM without CUDA.
+# The bundle is the CUDA build of the commit (make gpu-bundle); the processes
+# make no CUDA context. MPIX_S26_PART=1: (1); 2: (2) and (3).
 # Run on the GPU machine as:
-#   MPIX_ADHOC='source THIS_FILE' bash test/gpu/run.sh adhoc
+#   MPIX_S26_PART=N MPIX_ADHOC='source THIS_FILE' bash test/gpu/run.sh adhoc
 host_bench_tools
 nproc; uptime
 for b in bench_threads bench_pingpong bench_matching_rate; do
@@ -24,7 +25,9 @@ run_v() {
     native) pre=(env -u LD_PRELOAD) ;;
   esac
 }
+part=${MPIX_S26_PART:-1}
 for round in 1 2 3; do
+  [ "$part" = 1 ] || break
   for v in auto lanes0 native; do
     run_v $v
     timeout 60 "$MPIEXEC" -n 2 -bind-to core "${pre[@]}" "$OUT/bench_pingpong" -m 8 -M 65536 -r 3 -i 5000 -b 16777216 \
@@ -33,6 +36,7 @@ for round in 1 2 3; do
   done
 done
 for round in 1 2 3; do
+  [ "$part" = 2 ] || break
   for v in auto lanes0 native; do
     run_v $v; t=1,2,4,8; m=ordered,region
     [ $v = native ] && { t=1,2; m=ordered; }
@@ -42,6 +46,7 @@ for round in 1 2 3; do
   done
 done
 for round in 1 2; do
+  [ "$part" = 2 ] || break
   for v in auto lanes0 native; do
     run_v $v
     timeout 60 "$MPIEXEC" -n 2 -bind-to core "${pre[@]}" "$OUT/bench_matching_rate" -m 1024 -n 16384 -O average,worst \
