@@ -61,7 +61,7 @@ class ArrivalSink {
   virtual void arrived(const Arrival &a) = 0;
   // Whether a posted receive waits for a message that has not come: the
   // transport must then not hold messages back.
-  virtual bool receive_waiting() const = 0;
+  virtual bool receive_waiting() = 0;
 
  protected:
   ~ArrivalSink() = default;

@@ -387,8 +387,7 @@ const ConfigVar kVars[] = {
         "lanes per no-wildcard communicator whose members share a node: each lane its own lock, matcher and "
         "shared-memory rings, so that small contiguous host messages are sent and matched without the engine lock "
         "and threads of an MPI_THREAD_MULTIPLE program whose tags fall in different lanes do so side by side; "
-        "auto: 4 at MPI_THREAD_MULTIPLE, 1 below it, none where MPIX_SHM_RING is off or over the pmpi transport; 0: "
-        "off (one engine lock)",
+        "auto: 4 at MPI_THREAD_MULTIPLE, 1 below it, none where MPIX_SHM_RING is off; 0: off (one engine lock)",
         integer_or_auto<&Config::lanes, 0, 64>()),
     row("MPIX_LANE_TAG_SHIFT", "6", "0 .. 30",
         "a tag's lane is (tag >> this) % MPIX_LANES: blocks of 2^this consecutive tags share a lane, so a thread "

@@ -2,7 +2,6 @@
 
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 
 #include "device/gpu.h"
 #include "device/memtype.h"
@@ -145,12 +144,9 @@ void stop_threads_at_exit() {
 // more lanes only give it more rings to poll. Threads need lanes of their
 // own to match side by side: 4 carry 4 threads at 4.5x one (the threads
 // benchmark), each lane a ring per peer. MPIX_SHM_RING=off asks for every
-// message to go through the transport, so no lanes then. Nor over pmpi: a
-// flood of buffered sends held back by its credits against lane receives
-// hung there (test/mpi/p2p/flood with MPIX_UNEXPECTED_LIMIT=65536; not
-// understood yet, bench/RESULTS.md, 26th session).
-long auto_lanes(const Config &c, int thread_provided, const char *transport) {
-  if (!c.shm_ring || std::strcmp(transport, "pmpi") == 0) return 0;
+// message to go through the transport, so no lanes then.
+long auto_lanes(const Config &c, int thread_provided) {
+  if (!c.shm_ring) return 0;
   return thread_provided == MPI_THREAD_MULTIPLE ? 4 : 1;
 }
 
@@ -229,7 +225,7 @@ int runtime_start(int thread_provided, int thread_underlying) {
   }
   if (why[0] != '\0' && rt.config.verbose >= 1 && rt.world_rank == 0)
     std::fprintf(stderr, "[mpix] transport: pmpi (UCX not used: %s)\n", why);
-  if (rt.config.lanes < 0) rt.config.lanes = auto_lanes(rt.config, thread_provided, progress::transport_name());
+  if (rt.config.lanes < 0) rt.config.lanes = auto_lanes(rt.config, thread_provided);
   p2p::lanes_configure(static_cast<int>(rt.config.lanes), static_cast<unsigned>(rt.config.lane_tag_shift),
                        static_cast<std::size_t>(rt.config.lane_eager_limit));
   progress::single_copy_start(rt.config.single_copy, static_cast<std::size_t>(rt.config.single_copy_min),

@@ -79,6 +79,14 @@ std::vector<std::shared_ptr<P2PComm>> &lingering() {
   return v.get();
 }
 
+// Then without their lanes until MPI_Finalize: a lane request borrows its
+// communicator (no count per message), and one completed but not yet
+// concluded still reads it (its error handler's communicator).
+std::vector<std::shared_ptr<P2PComm>> &shells() {
+  static Immortal<std::vector<std::shared_ptr<P2PComm>>> v;
+  return v.get();
+}
+
 match::Key pattern_key(int source, int tag) {
   return match::Key{source == MPI_ANY_SOURCE ? match::kAnySource : source,
                     tag == MPI_ANY_TAG ? match::kAnyTag : tag};
@@ -1130,6 +1138,7 @@ bool lanes_inbound_waiting() {
 void detach_all() {
   while (!attached().empty()) attached().back()->detach();
   lingering().clear();
+  shells().clear();
 }
 
 std::shared_ptr<P2PComm> p2p_find(MPI_Comm comm) {
@@ -1162,7 +1171,13 @@ int progress_poll() {
   }
   // Detached lane communicators: kept while a thread may still be in one
   // of their lanes (LaneCallerScope).
-  if (!lingering().empty() && lane_callers_none()) lingering().clear();
+  if (!lingering().empty() && lane_callers_none()) {
+    for (auto &c : lingering()) {
+      c->drop_lanes();
+      shells().push_back(std::move(c));
+    }
+    lingering().clear();
+  }
   // Freed communicators whose last operation just ended.
   auto &v = attached();
   for (std::size_t i = 0; i < v.size();) {

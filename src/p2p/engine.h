@@ -217,6 +217,9 @@ class P2PComm final : public CommState, public progress::ArrivalSink {
   // No lane receive waits, no hand-over or mark is pending (true without
   // lanes): a freed communicator is detached only then.
   bool lanes_idle();
+  // A detached communicator's lanes and rings, once no thread can be in
+  // them (engine.cc, lingering()).
+  void drop_lanes() { lanes_.reset(); }
 
   // The link's own polling (the pmpi transport's landing receives).
   int poll_link() { return link_ ? link_->poll() : 0; }
@@ -263,10 +266,11 @@ class P2PComm final : public CommState, public progress::ArrivalSink {
   // Whether a lane ring from another process holds messages not taken in,
   // or a lane owes marks.
   bool lane_inbound_waiting();
+  bool lane_receives_waiting();  // a lane receive queued in its matcher
 
   // progress::ArrivalSink: an envelope from the transport.
   void arrived(const progress::Arrival &a) override;
-  bool receive_waiting() const override { return receives_waiting_ > 0; }
+  bool receive_waiting() override { return receives_waiting_ > 0 || lane_receives_waiting(); }
 
   // Closes the link and frees the shadow communicators. Never from a
   // completion callback: the link being torn down may be running it.

@@ -67,7 +67,10 @@ LaneCallerScope::~LaneCallerScope() {
 bool lane_callers_none() {
   std::atomic_thread_fence(std::memory_order_seq_cst);
   std::lock_guard<std::mutex> g(g_callers_mu);
-  for (const auto &c : lane_callers())
+  auto &v = lane_callers();
+  // Threads that ended left their count here alone: dropped.
+  v.erase(std::remove_if(v.begin(), v.end(), [](const auto &c) { return c.use_count() == 1; }), v.end());
+  for (const auto &c : v)
     if (c->inside.load(std::memory_order_seq_cst) != 0) return false;
   return true;
 }
@@ -237,14 +240,20 @@ int P2PComm::lane_progress() {
       l.handoffs_spare.clear();
     }
   }
+  bool waiting = false;
   for (int k = 0; k < lanes_->count(); ++k) {
     Lanes::Lane &l = lanes_->lane(k);
     // (Its holder takes the arrivals in; owed marks wait for the next step.)
     if (!l.lock.try_lock()) continue;
     lane_pay_all_marks(l);
     n += lane_take_in(l, true);
+    waiting = waiting || l.waiting > 0;
     l.lock.unlock();
   }
+  // A lane receive may wait for an engine message that a transport holds
+  // back while this process holds too much unexpected data (pmpi's parked
+  // landing receives): as for a receive queued in the engine.
+  if (waiting) want_more();
   return n;
 }
 
@@ -253,6 +262,18 @@ void P2PComm::engine_takes(Request *r) {
   // communicator is not detached under a transfer they wait for.
   r->lane_engine = true;
   op_started();
+}
+
+bool P2PComm::lane_receives_waiting() {
+  if (!lanes_) return false;
+  for (int k = 0; k < lanes_->count(); ++k) {
+    Lanes::Lane &l = lanes_->lane(k);
+    l.lock.lock();
+    const bool waiting = l.waiting > 0;
+    l.lock.unlock();
+    if (waiting) return true;
+  }
+  return false;
 }
 
 bool P2PComm::lanes_idle() {
@@ -540,6 +561,8 @@ void P2PComm::lane_wait(Request *r) {
 }
 
 bool P2PComm::lane_free(Request *r) {
+  // Complete: its communicator may be freed and its lanes gone.
+  if (r->complete) return false;
   Lanes::Lane &l = lanes_->lane(lanes_->lane_of(r->tag));
   l.lock.lock();
   const bool done = r->complete;

@@ -18,7 +18,7 @@
  *
  * mpix carried it: the communicator must have the lanes MPIX_LANES
  * promises (4 for auto, the default, at MPI_THREAD_MULTIPLE; none where
- * MPIX_SHM_RING is off or over pmpi), as MPI_Comm_get_info's mpix_lanes says, and with
+ * MPIX_SHM_RING is off), as MPI_Comm_get_info's mpix_lanes says, and with
  * lanes mpix_lane_messages and mpix_lane_marks must both rise (summed over
  * ranks); with none the test still runs and says "lanes off". Skipped
  * where MPI_THREAD_MULTIPLE is not provided. */
@@ -239,12 +239,11 @@ static void semantics(void) {
 
 /* What MPIX_LANES promises a communicator of one node at
  * MPI_THREAD_MULTIPLE: its number, or for auto (the default) 4, none
- * where MPIX_SHM_RING is off or the transport is pmpi. */
+ * where MPIX_SHM_RING is off. */
 static int expected_lanes(void) {
-  const char *lanes = getenv("MPIX_LANES"), *rings = getenv("MPIX_SHM_RING"), *transport = getenv("MPIX_TRANSPORT");
+  const char *lanes = getenv("MPIX_LANES"), *rings = getenv("MPIX_SHM_RING");
   if (lanes != NULL && strcmp(lanes, "auto") != 0) return atoi(lanes);
   if (rings != NULL && (strcmp(rings, "off") == 0 || strcmp(rings, "0") == 0)) return 0;
-  if (transport != NULL && strcmp(transport, "pmpi") == 0) return 0;
   return 4;
 }
 
