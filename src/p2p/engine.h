@@ -267,6 +267,9 @@ class P2PComm final : public CommState, public progress::ArrivalSink {
   // or a lane owes marks.
   bool lane_inbound_waiting();
   bool lane_receives_waiting();  // a lane receive queued in its matcher
+  // Whether pred holds for some lane, each looked at under its lock.
+  template <class Pred>
+  bool any_lane(Pred pred);
 
   // progress::ArrivalSink: an envelope from the transport.
   void arrived(const progress::Arrival &a) override;

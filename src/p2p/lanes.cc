@@ -264,29 +264,26 @@ void P2PComm::engine_takes(Request *r) {
   op_started();
 }
 
-bool P2PComm::lane_receives_waiting() {
+template <class Pred>
+bool P2PComm::any_lane(Pred pred) {
   if (!lanes_) return false;
   for (int k = 0; k < lanes_->count(); ++k) {
     Lanes::Lane &l = lanes_->lane(k);
     l.lock.lock();
-    const bool waiting = l.waiting > 0;
+    const bool yes = pred(l);
     l.lock.unlock();
-    if (waiting) return true;
+    if (yes) return true;
   }
   return false;
 }
 
+bool P2PComm::lane_receives_waiting() {
+  return any_lane([](const Lanes::Lane &l) { return l.waiting > 0; });
+}
+
 bool P2PComm::lanes_idle() {
-  if (!lanes_) return true;
-  for (int k = 0; k < lanes_->count(); ++k) {
-    Lanes::Lane &l = lanes_->lane(k);
-    l.lock.lock();
-    // Owed marks too: a peer's engine envelope waits for each of them.
-    const bool busy = l.waiting > 0 || !l.handoffs.empty() || l.owes;
-    l.lock.unlock();
-    if (busy) return false;
-  }
-  return true;
+  // Owed marks too: a peer's engine envelope waits for each of them.
+  return !any_lane([](const Lanes::Lane &l) { return l.waiting > 0 || !l.handoffs.empty() || l.owes; });
 }
 
 bool P2PComm::lane_detach() {
